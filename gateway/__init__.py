@@ -1,0 +1,1 @@
+"""support-ask's fallback engine: importable, with no CLI or terminal code."""

@@ -1,0 +1,253 @@
+"""The vocabulary the gateway speaks: closed sets as enums, records as frozen dataclasses.
+
+Nothing here does I/O or imports anything heavy, so every module (and the CLI's start-up
+path) can import it for free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ErrorKind(StrEnum):
+    """What went wrong, as the classifier sees it. The values are the JSON `error_class`."""
+
+    RATE_LIMIT = "rate_limit"
+    OVERLOADED = "overloaded"
+    SERVER = "server"
+    TIMEOUT = "timeout"
+    NETWORK = "network"
+    QUOTA = "quota"
+    AUTH = "auth"
+    MODEL_NOT_FOUND = "model_not_found"
+    CONTEXT_WINDOW = "context_window"
+    BAD_REQUEST = "bad_request"
+    REFUSAL = "refusal"
+    UNKNOWN = "unknown"
+
+
+class Decision(StrEnum):
+    """What the classifier says to do about one failure."""
+
+    RETRY = "retry"  # the same deployment again, after a wait
+    FAIL_OVER = "fail_over"  # the next deployment
+    FATAL = "fatal"  # stop the whole question: no deployment can fix it
+
+
+class Outcome(StrEnum):
+    """What the engine did after one attempt. The values are the JSON attempt `decision`."""
+
+    ANSWERED = "answered"
+    RETRY = "retry"
+    FAIL_OVER = "fail_over"
+    FATAL = "fatal"
+    SKIPPED = "skipped"  # not called: no key, cooling down, window too small, no budget
+    STOPPED = "stopped"  # a stream broke after text reached the user: never retried
+
+
+class Status(StrEnum):
+    """The JSON `status` of a whole question."""
+
+    ANSWERED = "answered"
+    REFUSED = "refused"
+    FAILED = "failed"
+    FATAL = "fatal"
+
+
+class Route(StrEnum):
+    NORMAL = "normal"
+    LONG_CONTEXT = "long_context"
+
+
+class ProviderKind(StrEnum):
+    OPENAI = "openai"
+    AZURE = "azure"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+    LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One classified failure: the output of `gateway.errors`.
+
+    `retry_after` is the server-directed wait in seconds (any form: header, body, message),
+    or None when the server named none. `detail` is a short human sentence; it never holds
+    a secret.
+    """
+
+    kind: ErrorKind
+    decision: Decision
+    detail: str
+    status: int | None = None
+    retry_after: float | None = None
+
+
+class ProviderError(Exception):
+    """The only exception a provider adapter raises: a failure already classified.
+
+    Every foreign exception (httpx, json, ...) becomes one of these in one place
+    (`gateway.providers.http`), so the engine never sees a library's exception type.
+    `partial` is text already handed to `on_text` before a stream broke.
+    """
+
+    def __init__(self, failure: Failure, partial: str = "") -> None:
+        super().__init__(failure.detail)
+        self.failure = failure
+        self.partial = partial
+
+
+@dataclass(frozen=True)
+class Article:
+    """One help-centre article, as read from disk (HTML already reduced to text)."""
+
+    title: str
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Request:
+    """What every deployment is asked: the rendered system prompt and the question.
+
+    `articles` travel along for the offline `local` deployment, which ranks them itself.
+    """
+
+    system: str
+    question: str
+    max_output_tokens: int
+    articles: tuple[Article, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A provider's answer. `refused` marks a refusal delivered as a normal response."""
+
+    text: str
+    finish_reason: str | None = None
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    refused: bool = False
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One row of the attempts table: what one call (or one skip) did.
+
+    `attempt` counts calls to this deployment from 1 (0 for a skip); `wait_s` is the wait
+    the engine took (or would have taken) after this attempt before the next step;
+    `elapsed_s` is the time this attempt itself took.
+    """
+
+    deployment: str
+    attempt: int
+    status: int | None
+    error_class: ErrorKind | None
+    decision: Outcome
+    wait_s: float
+    elapsed_s: float
+    detail: str = ""
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "deployment": self.deployment,
+            "attempt": self.attempt,
+            "status": self.status,
+            "error_class": None if self.error_class is None else str(self.error_class),
+            "decision": str(self.decision),
+            "wait_s": round(self.wait_s, 3),
+            "elapsed_s": round(self.elapsed_s, 3),
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class DeploymentError:
+    """One deployment's line in a failure report: its last error or why it was skipped."""
+
+    name: str
+    last_error: str
+
+
+class FailureKind(StrEnum):
+    """Why a whole question failed; decides the exit code."""
+
+    UNAVAILABLE = "unavailable"  # all cooling down / rate-limited past the budget: retry later (75)
+    EXHAUSTED = "exhausted"  # each deployment failed or was skipped (69)
+    TOO_LARGE = "too_large"  # no deployment's window holds the input (65)
+    BAD_REQUEST = "bad_request"  # malformed request (65)
+    INCOMPLETE = "incomplete"  # a stream broke after text was written (69)
+
+
+@dataclass(frozen=True)
+class QuestionError:
+    kind: FailureKind
+    message: str
+    deployments: tuple[DeploymentError, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "kind": str(self.kind),
+            "message": self.message,
+            "deployments": [{"name": d.name, "last_error": d.last_error} for d in self.deployments],
+        }
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one question: always returned, never raised, so JSON can show it."""
+
+    status: Status
+    answer: str | None
+    deployment: str | None
+    provider: str | None
+    model: str | None
+    routed: Route
+    input_tokens: int
+    elapsed_s: float
+    attempts: tuple[Attempt, ...]
+    error: QuestionError | None = None
+    incomplete: bool = False
+
+    @property
+    def served_attempts(self) -> int:
+        """Calls made in all (skips excluded): 'after how many attempts'."""
+        return sum(1 for a in self.attempts if a.decision is not Outcome.SKIPPED)
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "schema_version": 1,
+            "status": str(self.status),
+            "answer": self.answer,
+            "deployment": self.deployment,
+            "provider": self.provider,
+            "model": self.model,
+            "routed": str(self.routed),
+            "input_tokens": self.input_tokens,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "attempts": [a.as_json() for a in self.attempts],
+        }
+        if self.error is not None:
+            out["error"] = self.error.as_json()
+        if self.incomplete:
+            out["incomplete"] = True
+        return out
+
+
+TextSink = Callable[[str], None]
+"""Receives streamed text as it arrives (a provider calls it once per delta)."""
+
+
+@dataclass(frozen=True)
+class Cooldown:
+    """A deployment that is being skipped until `until` (wall-clock epoch seconds)."""
+
+    deployment: str
+    until: float
+    kind: ErrorKind
+    started: float
+    detail: str = ""
+    credential: str | None = field(default=None, repr=False)  # salted fingerprint, never a key
