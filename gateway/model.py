@@ -112,13 +112,15 @@ class Article:
 class Request:
     """What every deployment is asked: the rendered system prompt and the question.
 
-    `articles` travel along for the offline `local` deployment, which ranks them itself.
+    `articles` and `product` travel along for the offline `local` deployment, which ranks
+    the articles itself and names the product in its "not covered" reply.
     """
 
     system: str
     question: str
     max_output_tokens: int
     articles: tuple[Article, ...] = ()
+    product: str = ""
 
 
 @dataclass(frozen=True)
