@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from gateway.model import ProviderKind
 
@@ -71,3 +73,654 @@ class ConfigError(Exception):
         self.message = message
         where = file if line is None else f"{file}:{line}"
         super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+
+# --- Loading ---------------------------------------------------------------------------
+#
+# The YAML is composed to nodes rather than loaded to dicts so that every value keeps its
+# line: a config error names file:line and the key path (`deployments[1].context_window`).
+# Per-deployment policy overrides live in a nested `policy:` mapping only, so a key in a
+# deployment means one thing; a flat `retries:` there is an error that shows the nested form.
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from yaml import Node
+    from yaml.constructor import SafeConstructor
+
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+
+_TOP_KEYS = (
+    "product",
+    "prompt",
+    "max_output_tokens",
+    "policy",
+    "deployments",
+    "long_context",
+    "state",
+    "log",
+    "max_fallback_rate",
+)
+_POLICY_KEYS = tuple(f.name for f in fields(Policy))
+_DEPLOYMENT_KEYS = (
+    "name",
+    "provider",
+    "model",
+    "api_key_env",
+    "base_url",
+    "api_version",
+    "context_window",
+    "headers",
+    "policy",
+)
+_STATE_KEYS = ("path",)
+_LOG_KEYS = tuple(f.name for f in fields(LogSettings))
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_DEPLOYMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+# Prefixes of real API keys (OpenAI, Google, Groq, xAI, Hugging Face, Anthropic's sk-ant-).
+_KEY_PREFIXES = ("sk-", "sk_", "AIza", "gsk_", "xai-", "hf_")
+# Headers that carry a credential: keys come from api_key_env, never from the YAML.
+_AUTH_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
+_SECRET_KEY_NAMES = frozenset({"api_key", "apikey", "key", "token", "secret", "password"})
+
+CONFIG_ENV = "SUPPORT_ASK_CONFIG"
+STATE_ENV = "SUPPORT_ASK_STATE"
+APP_NAME = "support-ask"
+BUNDLED_SOURCE = "<bundled default>"
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate a config file; relative paths inside it are relative to its folder."""
+    try:
+        data = path.expanduser().read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            "no such config file; fix: check the path, or give none to use the bundled default",
+            file=str(path),
+        ) from None
+    except IsADirectoryError:
+        raise ConfigError(
+            "this is a directory, not a config file; fix: name the YAML file inside it",
+            file=str(path),
+        ) from None
+    except PermissionError:
+        raise ConfigError(
+            f"cannot read the config file (permission denied); fix: chmod u+r {path}",
+            file=str(path),
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the config file ({exc.strerror or exc}); fix: check the path",
+            file=str(path),
+        ) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            "the file is not UTF-8 text; fix: save it as UTF-8",
+            file=str(path),
+            line=data[: exc.start].count(b"\n") + 1,
+        ) from None
+    return load_config_text(text, str(path), base_dir=path.expanduser().absolute().parent)
+
+
+def load_default_config() -> Config:
+    """The bundled default (identical to sample-config.yaml): ends in the offline deployment."""
+    from importlib.resources import files
+
+    text = files("gateway").joinpath("default_config.yaml").read_text(encoding="utf-8")
+    return load_config_text(text, BUNDLED_SOURCE)
+
+
+def load_config_text(text: str, source: str, *, base_dir: Path | None = None) -> Config:
+    """Validate config text. `source` names it in errors; relative paths join `base_dir`
+    (default: the current directory)."""
+    import yaml
+
+    loader_class: type[SafeConstructor]
+    try:
+        loader_class = yaml.CSafeLoader  # libyaml: several times faster than the pure parser
+    except AttributeError:  # pragma: no cover - pyyaml built without libyaml
+        loader_class = yaml.SafeLoader
+    loader = loader_class(text)
+    try:
+        try:
+            root = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "invalid YAML"
+            context = f" ({exc.context})" if exc.context and exc.problem else ""
+            raise ConfigError(
+                f"invalid YAML: {problem}{context}",
+                file=source,
+                line=None if mark is None else mark.line + 1,
+            ) from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"invalid YAML: {exc}", file=source) from None
+        if root is None:
+            raise ConfigError(
+                "the config is empty; fix: start from sample-config.yaml", file=source, line=1
+            )
+        return _Reader(source, loader, base_dir or Path.cwd()).config(root)
+    finally:
+        loader.dispose()
+
+
+def find_config(flag: Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
+    """The config file to use, or None for the bundled default.
+
+    Order: --config, $SUPPORT_ASK_CONFIG, ./support-ask.yaml, the user config dir's
+    config.yaml. A file named by the flag or the variable must exist: a typo there is an
+    error, not a silent fall-through to another config.
+    """
+    named = (
+        (flag, "--config")
+        if flag is not None
+        else ((Path(environ[CONFIG_ENV]), f"${CONFIG_ENV}") if environ.get(CONFIG_ENV) else None)
+    )
+    if named is not None:
+        path, origin = named
+        path = path.expanduser()
+        if not path.is_absolute():
+            path = cwd / path
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise ConfigError(
+                f"the config file named by {origin} {what}; fix: correct the path, or unset "
+                f"it to use ./support-ask.yaml, the user config dir or the bundled default",
+                file=str(path),
+            )
+        return path
+    local = cwd / "support-ask.yaml"
+    if local.is_file():
+        return local
+    import platformdirs
+
+    user = Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.yaml"
+    return user if user.is_file() else None
+
+
+def resolve_state_path(flag: Path | None, environ: Mapping[str, str], config: Config) -> Path:
+    """The cooldown state file: --state, $SUPPORT_ASK_STATE, state.path, the user state dir."""
+    if flag is not None:
+        return flag.expanduser()
+    if environ.get(STATE_ENV):
+        return Path(environ[STATE_ENV]).expanduser()
+    if config.state_path is not None:
+        return config.state_path
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir(APP_NAME, appauthor=False)) / "cooldowns.json"
+
+
+def _looks_like_a_key(value: str) -> bool:
+    if value.startswith(_KEY_PREFIXES):
+        return True
+    # Long, mixed-case, digits, no underscore: a token, not a variable name like OPENAI_API_KEY.
+    return (
+        len(value) >= 30
+        and "_" not in value
+        and any(c.isdigit() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isupper() for c in value)
+    )
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class _Reader:
+    """Turns a composed YAML tree into a Config, failing at the first problem with its line."""
+
+    def __init__(self, source: str, loader: SafeConstructor, base_dir: Path) -> None:
+        self.source = source
+        self.loader = loader
+        self.base_dir = base_dir
+
+    # -- errors
+
+    def fail(self, node: Node, key: str | None, message: str) -> NoReturn:
+        mark = node.start_mark
+        raise ConfigError(
+            message, file=self.source, line=None if mark is None else mark.line + 1, key=key
+        )
+
+    def describe(self, node: Node, *, secret: bool = False) -> str:
+        """What the user wrote, in words; `secret` values are never echoed."""
+        from yaml import MappingNode, SequenceNode
+
+        if isinstance(node, MappingNode):
+            return "a mapping"
+        if isinstance(node, SequenceNode):
+            return "a list"
+        kind = {
+            _NULL: "nothing (null)",
+            _BOOL: "a true/false value",
+            _INT: "a whole number",
+            _FLOAT: "a number",
+        }.get(node.tag, "text")
+        shown = str(node.value)
+        if secret or node.tag == _NULL or _looks_like_a_key(shown):
+            return kind
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return f"{kind} {shown!r}"
+
+    # -- shapes
+
+    def mapping(
+        self, node: Node, path: str, allowed: Iterable[str], *, where: str = ""
+    ) -> dict[str, tuple[Node, Node]]:
+        """A mapping's entries by key: unknown and repeated keys are errors."""
+        from yaml import MappingNode, ScalarNode
+
+        if not isinstance(node, MappingNode):
+            self.fail(node, path or None, f"expected a mapping, got {self.describe(node)}")
+        self.loader.flatten_mapping(node)  # YAML merge keys (<<: *defaults)
+        allowed = tuple(allowed)
+        out: dict[str, tuple[Node, Node]] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                self.fail(key_node, path or None, "a key must be plain text")
+            key = str(key_node.value)
+            key_path = _join(path, key)
+            if key in out:
+                line = out[key][0].start_mark.line + 1
+                self.fail(key_node, key_path, f"given twice (first on line {line}); keep one")
+            if key not in allowed:
+                self.fail(key_node, key_path, self.unknown_key(key, allowed, where))
+            out[key] = (key_node, value_node)
+        return out
+
+    def unknown_key(self, key: str, allowed: tuple[str, ...], where: str) -> str:
+        import difflib
+
+        shown = "(not shown: it looks like an API key)" if _looks_like_a_key(key) else repr(key)
+        message = f"unknown key {shown}{where}"
+        if where == " in a deployment" and key in _POLICY_KEYS:
+            return f"{message}; policy overrides go in a nested mapping: `policy: {{{key}: ...}}`"
+        if key.lower() in _SECRET_KEY_NAMES:
+            return (
+                f"{message}; API keys never go in the config: put the key in an environment "
+                "variable and name that variable with api_key_env"
+            )
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"{message}{hint}; valid keys: {', '.join(allowed)}"
+
+    def required(
+        self, entries: dict[str, tuple[Node, Node]], key: str, node: Node, path: str
+    ) -> Node:
+        if key not in entries:
+            self.fail(node, _join(path, key), "missing; this key is required")
+        return entries[key][1]
+
+    # -- scalars
+
+    def is_null(self, node: Node) -> bool:
+        from yaml import ScalarNode
+
+        return isinstance(node, ScalarNode) and node.tag == _NULL
+
+    def text(self, node: Node, path: str, *, secret: bool = False) -> str:
+        """Text as written: an unquoted 2024-10-21 or 1.5 stays the characters typed."""
+        from yaml import ScalarNode
+
+        if not isinstance(node, ScalarNode) or node.tag == _NULL:
+            self.fail(node, path, f"expected text, got {self.describe(node, secret=secret)}")
+        value = str(node.value)
+        if not value.strip():
+            self.fail(node, path, "must not be empty")
+        return value
+
+    def optional_text(self, node: Node | None, path: str, *, secret: bool = False) -> str | None:
+        if node is None or self.is_null(node):
+            return None
+        return self.text(node, path, secret=secret)
+
+    def integer(self, node: Node, path: str, *, minimum: int) -> int:
+        from yaml import ScalarNode
+
+        if not isinstance(node, ScalarNode) or node.tag != _INT:
+            hint = " (remove the quotes)" if self._quoted_number(node) else ""
+            self.fail(node, path, f"expected a whole number, got {self.describe(node)}{hint}")
+        value = self.loader.construct_object(node)
+        assert isinstance(value, int)
+        if value < minimum:
+            self.fail(node, path, f"must be at least {minimum}, got {value}")
+        return value
+
+    def number(self, node: Node, path: str, *, minimum: float, above: bool = False) -> float:
+        """A float; whole numbers welcome. `above` makes the minimum exclusive."""
+        import math
+
+        from yaml import ScalarNode
+
+        if not isinstance(node, ScalarNode) or node.tag not in (_INT, _FLOAT):
+            hint = " (remove the quotes)" if self._quoted_number(node) else ""
+            self.fail(node, path, f"expected a number, got {self.describe(node)}{hint}")
+        value = float(self.loader.construct_object(node))
+        if not math.isfinite(value):
+            self.fail(node, path, f"must be a finite number, got {node.value}")
+        if value < minimum or (above and value == minimum):
+            bound = "greater than" if above else "at least"
+            self.fail(node, path, f"must be {bound} {minimum:g}, got {value:g}")
+        return value
+
+    def boolean(self, node: Node, path: str) -> bool:
+        from yaml import ScalarNode
+
+        if not isinstance(node, ScalarNode) or node.tag != _BOOL:
+            self.fail(node, path, f"expected true or false, got {self.describe(node)}")
+        return bool(self.loader.construct_object(node))
+
+    def path_value(self, node: Node | None, path: str) -> Path | None:
+        text = self.optional_text(node, path)
+        if text is None:
+            return None
+        return self.base_dir / Path(text).expanduser()
+
+    def _quoted_number(self, node: Node) -> bool:
+        from yaml import ScalarNode
+
+        if not isinstance(node, ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+            return False
+        try:
+            float(str(node.value))
+        except ValueError:
+            return False
+        return True
+
+    # -- sections
+
+    def config(self, root: Node) -> Config:
+        from yaml import MappingNode, SequenceNode
+
+        if not isinstance(root, MappingNode):
+            self.fail(
+                root,
+                None,
+                f"the top level must be a mapping of {', '.join(_TOP_KEYS[:5])}, ...; "
+                f"got {self.describe(root)}",
+            )
+        top = self.mapping(root, "", _TOP_KEYS)
+        product = self.text(self.required(top, "product", root, ""), "product")
+
+        prompt_node = top.get("prompt", (None, None))[1]
+        prompt = self.path_value(prompt_node, "prompt")
+        if prompt is not None and prompt_node is not None and not prompt.is_file():
+            self.fail(
+                prompt_node,
+                "prompt",
+                f"no prompt file at {prompt} (a relative path is relative to the config "
+                "file's folder); fix the path, or set null for the bundled prompt",
+            )
+
+        max_output_tokens = 400
+        if "max_output_tokens" in top:
+            max_output_tokens = self.integer(
+                top["max_output_tokens"][1], "max_output_tokens", minimum=1
+            )
+
+        policy = Policy()
+        policy_node: Node = root
+        if "policy" in top and not self.is_null(top["policy"][1]):
+            policy_node = top["policy"][1]
+            policy = self.policy(policy_node, "policy", Policy())
+
+        list_node = self.required(top, "deployments", root, "")
+        if not isinstance(list_node, SequenceNode):
+            self.fail(list_node, "deployments", f"expected a list, got {self.describe(list_node)}")
+        if not list_node.value:
+            self.fail(
+                list_node,
+                "deployments",
+                "the list is empty; add at least one deployment (the offline one: "
+                "`- {name: local, provider: local, context_window: 1000000}`)",
+            )
+        seen: dict[str, str] = {}
+        deployments = tuple(
+            self.deployment(item, f"deployments[{i}]", policy, seen)
+            for i, item in enumerate(list_node.value)
+        )
+        long_context = None
+        if "long_context" in top and not self.is_null(top["long_context"][1]):
+            long_context = self.deployment(top["long_context"][1], "long_context", policy, seen)
+
+        state_path = None
+        if "state" in top and not self.is_null(top["state"][1]):
+            state = self.mapping(top["state"][1], "state", _STATE_KEYS, where=" in state")
+            state_path = self.path_value(state.get("path", (None, None))[1], "state.path")
+
+        log = LogSettings()
+        if "log" in top and not self.is_null(top["log"][1]):
+            log = self.log(top["log"][1])
+
+        max_fallback_rate = None
+        if "max_fallback_rate" in top and not self.is_null(top["max_fallback_rate"][1]):
+            node = top["max_fallback_rate"][1]
+            max_fallback_rate = self.number(node, "max_fallback_rate", minimum=0.0)
+            if max_fallback_rate > 1:
+                self.fail(node, "max_fallback_rate", "a share: between 0 and 1 (0.2 means 20 %)")
+
+        return Config(
+            product=product,
+            deployments=deployments,
+            long_context=long_context,
+            policy=policy,
+            max_output_tokens=max_output_tokens,
+            prompt=prompt,
+            state_path=state_path,
+            source=self.source,
+            log=log,
+            max_fallback_rate=max_fallback_rate,
+        )
+
+    def policy(self, node: Node, path: str, base: Policy) -> Policy:
+        """`base` with the fields given here replaced, then checked as a whole."""
+        entries = self.mapping(node, path, _POLICY_KEYS, where=" in a policy")
+        retries = base.retries
+        times = {
+            "backoff_base": base.backoff_base,
+            "backoff_max": base.backoff_max,
+            "cooldown": base.cooldown,
+            "budget": base.budget,
+            "timeout": base.timeout,
+        }
+        for key, (_, value) in entries.items():
+            key_path = _join(path, key)
+            if key == "retries":
+                retries = self.integer(value, key_path, minimum=0)
+            else:  # a zero budget or timeout could never make a call; zero waits are fine
+                zero_ok = key not in ("budget", "timeout")
+                times[key] = self.number(value, key_path, minimum=0.0, above=not zero_ok)
+        merged = Policy(retries=retries, **times)
+        if merged.backoff_max < merged.backoff_base:
+            key = "backoff_max" if "backoff_max" in entries else "backoff_base"
+            at = entries[key][1] if key in entries else node
+            self.fail(
+                at,
+                _join(path, key),
+                f"backoff_max ({merged.backoff_max:g}) is less than backoff_base "
+                f"({merged.backoff_base:g}); the cap must be at least the first delay",
+            )
+        return merged
+
+    def deployment(self, node: Node, path: str, policy: Policy, seen: dict[str, str]) -> Deployment:
+        entries = self.mapping(node, path, _DEPLOYMENT_KEYS, where=" in a deployment")
+
+        def get(key: str) -> Node | None:
+            return entries[key][1] if key in entries else None
+
+        name_node = self.required(entries, "name", node, path)
+        name = self.text(name_node, f"{path}.name")
+        if not _DEPLOYMENT_NAME.match(name):
+            self.fail(
+                name_node,
+                f"{path}.name",
+                f"{name!r} is not a usable name: letters, digits, '-', '_' and '.' only "
+                "(it is typed on the command line and keys the cooldown state)",
+            )
+        if name in seen:
+            self.fail(name_node, f"{path}.name", f"{name!r} is already the name of {seen[name]}")
+        seen[name] = path
+
+        provider_node = self.required(entries, "provider", node, path)
+        provider_text = self.text(provider_node, f"{path}.provider")
+        valid = [kind.value for kind in ProviderKind]
+        if provider_text not in valid:
+            import difflib
+
+            close = difflib.get_close_matches(provider_text, valid, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            self.fail(
+                provider_node,
+                f"{path}.provider",
+                f"unknown provider {provider_text!r}{hint}; valid: {', '.join(valid)}",
+            )
+        provider = ProviderKind(provider_text)
+
+        context_window = self.integer(
+            self.required(entries, "context_window", node, path),
+            f"{path}.context_window",
+            minimum=1,
+        )
+        model = self.optional_text(get("model"), f"{path}.model")
+        api_key_env = self.api_key_env(get("api_key_env"), f"{path}.api_key_env")
+        base_url = self.base_url(get("base_url"), f"{path}.base_url")
+        api_version = self.optional_text(get("api_version"), f"{path}.api_version")
+        headers = self.headers(get("headers"), f"{path}.headers")
+        own_policy = policy
+        policy_node = get("policy")
+        if policy_node is not None and not self.is_null(policy_node):
+            own_policy = self.policy(policy_node, f"{path}.policy", policy)
+
+        self.check_provider_fields(provider, entries, node, path, base_url=base_url)
+        return Deployment(
+            name=name,
+            provider=provider,
+            context_window=context_window,
+            policy=own_policy,
+            model=model,
+            api_key_env=api_key_env,
+            base_url=base_url,
+            api_version=api_version,
+            headers=headers,
+        )
+
+    def check_provider_fields(
+        self,
+        provider: ProviderKind,
+        entries: dict[str, tuple[Node, Node]],
+        node: Node,
+        path: str,
+        *,
+        base_url: str | None,
+    ) -> None:
+        """Combinations that can never work are errors now, not a failed call later."""
+        given = {k for k, (_, v) in entries.items() if not self.is_null(v)}
+        if provider is ProviderKind.LOCAL:
+            for key in ("api_key_env", "base_url", "api_version", "headers"):
+                if key in given:
+                    self.fail(
+                        entries[key][0],
+                        f"{path}.{key}",
+                        "the local provider needs no key and no network; remove this key",
+                    )
+            return
+        if "model" not in given:
+            self.fail(node, f"{path}.model", f"missing; {provider} deployments need a model")
+        if provider is not ProviderKind.AZURE and "api_version" in given:
+            self.fail(
+                entries["api_version"][0],
+                f"{path}.api_version",
+                "only azure deployments take api_version; remove it",
+            )
+        if provider is ProviderKind.AZURE:
+            for key, what in (
+                ("base_url", "the resource endpoint, https://<resource>.openai.azure.com"),
+                ("api_version", "the API version, e.g. 2024-10-21"),
+            ):
+                if key not in given:
+                    self.fail(node, f"{path}.{key}", f"missing; azure needs {what}")
+        # An OpenAI-compatible server of one's own may need no key; the hosted APIs always do.
+        needs_key = not (provider is ProviderKind.OPENAI and base_url is not None)
+        if needs_key and "api_key_env" not in given:
+            self.fail(
+                node,
+                f"{path}.api_key_env",
+                f"missing; name the environment variable that holds the {provider} key",
+            )
+
+    def api_key_env(self, node: Node | None, path: str) -> str | None:
+        value = self.optional_text(node, path, secret=True)
+        if value is None or node is None:
+            return None
+        if _looks_like_a_key(value):
+            self.fail(
+                node,
+                path,
+                "this looks like an API key itself (not shown); put the key in an environment "
+                "variable and write that variable's name here, e.g. OPENAI_API_KEY",
+            )
+        if not _ENV_NAME.match(value):
+            self.fail(
+                node,
+                path,
+                "not an environment variable name (value not shown): letters, digits and "
+                "'_', not starting with a digit, e.g. OPENAI_API_KEY",
+            )
+        return value
+
+    def base_url(self, node: Node | None, path: str) -> str | None:
+        value = self.optional_text(node, path)
+        if value is None or node is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            self.fail(node, path, f"expected an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/")
+
+    def headers(self, node: Node | None, path: str) -> tuple[tuple[str, str], ...]:
+        if node is None or self.is_null(node):
+            return ()
+        from yaml import MappingNode, ScalarNode
+
+        if not isinstance(node, MappingNode):
+            self.fail(node, path, f"expected a mapping of header: value, got {self.describe(node)}")
+        self.loader.flatten_mapping(node)
+        out: list[tuple[str, str]] = []
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode) or not _HEADER_NAME.match(str(key_node.value)):
+                self.fail(key_node, path, "a header name must be a plain token, e.g. X-Team")
+            name = str(key_node.value)
+            key_path = f"{path}.{name}"
+            if name.lower() in _AUTH_HEADERS:
+                self.fail(
+                    key_node,
+                    key_path,
+                    "credentials never go in the config; the key comes from api_key_env",
+                )
+            if any(name.lower() == seen.lower() for seen, _ in out):
+                self.fail(key_node, key_path, "given twice; keep one")
+            out.append((name, self.text(value_node, key_path, secret=True)))
+        return tuple(out)
+
+    def log(self, node: Node) -> LogSettings:
+        entries = self.mapping(node, "log", _LOG_KEYS, where=" in log")
+        settings = LogSettings()
+        for key, (_, value) in entries.items():
+            key_path = f"log.{key}"
+            if key == "enabled":
+                settings = replace(settings, enabled=self.boolean(value, key_path))
+            elif key == "include_text":
+                settings = replace(settings, include_text=self.boolean(value, key_path))
+            elif key == "max_bytes":
+                settings = replace(settings, max_bytes=self.integer(value, key_path, minimum=1))
+            else:
+                settings = replace(settings, path=self.path_value(value, key_path))
+        return settings
