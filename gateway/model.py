@@ -213,6 +213,9 @@ class Result:
     attempts: tuple[Attempt, ...]
     error: QuestionError | None = None
     incomplete: bool = False
+    # False when the count is the cheap upper bound (UTF-8 bytes) that already fit every
+    # window, so the tokenizer was never loaded.
+    input_tokens_exact: bool = True
 
     @property
     def served_attempts(self) -> int:
@@ -229,6 +232,7 @@ class Result:
             "model": self.model,
             "routed": str(self.routed),
             "input_tokens": self.input_tokens,
+            "input_tokens_exact": self.input_tokens_exact,
             "elapsed_s": round(self.elapsed_s, 3),
             "attempts": [a.as_json() for a in self.attempts],
         }

@@ -1,0 +1,46 @@
+"""How long to wait before a retry, and how much time a question has left.
+
+Pure functions: the random draw and the current time are passed in, so every wait the
+engine takes can be predicted exactly in a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.config import Policy
+
+# Below this, an attempt has no realistic chance of an answer: a wait that would leave less
+# than this much budget is not taken (the engine fails over instead).
+MIN_ATTEMPT_S = 0.5
+
+
+def backoff_delay(retry: int, policy: Policy, rand: float) -> float:
+    """The wait before retry number `retry` (1 for the first retry) when the server named none.
+
+    Exponential with "equal jitter": the ceiling is ``min(backoff_max, backoff_base *
+    2**(retry-1))`` and the wait is drawn uniformly from ``[ceiling/2, ceiling)``. Half the
+    ceiling is kept so a retry never fires immediately into the same overload; the other
+    half is random so a crowd of clients that failed together does not retry together.
+    """
+    ceiling = min(policy.backoff_max, policy.backoff_base * 2.0 ** max(retry - 1, 0))
+    return ceiling / 2.0 + ceiling / 2.0 * rand
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The question's end-to-end time allowance, on the monotonic clock."""
+
+    start: float
+    total: float
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.total
+
+    def left(self, now: float) -> float:
+        return max(0.0, self.deadline - now)
+
+    def fits(self, wait: float, now: float) -> bool:
+        """Whether waiting `wait` still leaves time for a worthwhile attempt."""
+        return wait + MIN_ATTEMPT_S <= self.left(now)

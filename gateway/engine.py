@@ -1,0 +1,376 @@
+"""The fallback engine: one loop that calls, records, sleeps and moves on.
+
+Every decision comes from `gateway.policy`; this module only carries them out against the
+seams it is given (providers, state store, clock, sleeper, random source), so a test can
+drive a whole question, waits and all, in microseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from gateway.backoff import Budget
+from gateway.config import Config, Deployment
+from gateway.errors import cools_down
+from gateway.model import (
+    Attempt,
+    Cooldown,
+    DeploymentError,
+    ErrorKind,
+    Failure,
+    FailureKind,
+    Outcome,
+    ProviderError,
+    ProviderKind,
+    QuestionError,
+    Reply,
+    Request,
+    Result,
+    Route,
+    Status,
+    TextSink,
+)
+from gateway.policy import Plan, Step, next_step, plan_route
+from gateway.secret import Secret
+from gateway.seams import Clock, ProviderFactory, RandomSource, Sleeper, StateStore
+
+log = logging.getLogger("support_ask.engine")
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """How one deployment ended when it did not answer."""
+
+    last_error: str
+    transient: bool = False  # could clear by itself: cooling down, rate-limited, out of time
+    unconfigured: bool = False  # skipped because its key is not set
+    too_small: bool = False  # its window cannot hold the input
+    rejected_input: Deployment | None = None  # it reported a context overflow
+
+
+class _Finished(Exception):
+    """Carries a final Result out of the per-deployment loop (an answer, a refusal, a stop)."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+
+
+class Engine:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        providers: ProviderFactory,
+        store: StateStore,
+        clock: Clock,
+        sleeper: Sleeper,
+        rng: RandomSource,
+        environ: Mapping[str, str],
+        count_tokens: Callable[[str], int],
+        on_attempt: Callable[[Attempt], None] | None = None,
+    ) -> None:
+        self.config = config
+        self._providers = providers
+        self._store = store
+        self._clock = clock
+        self._sleeper = sleeper
+        self._rng = rng
+        self._environ = environ
+        self._count_tokens = count_tokens
+        self._on_attempt = on_attempt
+
+    def ask(
+        self, request: Request, *, on_text: TextSink | None = None, exact_tokens: bool = False
+    ) -> Result:
+        """Answer one question through the deployments; never raises for a provider's fault."""
+        return _Question(self, request, on_text, exact_tokens).run()
+
+    def key_for(self, deployment: Deployment) -> tuple[Secret | None, str | None]:
+        """The deployment's key, or why it cannot be called (its key variable is not set)."""
+        if deployment.provider is ProviderKind.LOCAL or deployment.api_key_env is None:
+            return None, None
+        value = self._environ.get(deployment.api_key_env, "").strip()
+        if not value:
+            return None, f"{deployment.api_key_env} not set"
+        return Secret(value), None
+
+
+class _Question:
+    """The state of one question: its budget, its attempts, each deployment's last word."""
+
+    def __init__(
+        self, engine: Engine, request: Request, on_text: TextSink | None, exact_tokens: bool
+    ) -> None:
+        self.e = engine
+        self.config = engine.config
+        self.request = request
+        self.on_text = on_text
+        self.clock = engine._clock
+        self.budget = Budget(self.clock.monotonic(), self.config.policy.budget)
+        self.attempts: list[Attempt] = []
+        self.verdicts: dict[str, _Verdict] = {}
+        self.plan = plan_route(self.config, self._input_tokens(exact_tokens))
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _input_tokens(self, exact: bool) -> int:
+        text = self.request.system + "\n" + self.request.question
+        # Every cl100k token is at least one byte, so the UTF-8 length bounds the count from
+        # above. When even that bound fits every window, the exact count cannot change a
+        # routing decision and loading the tokenizer (the slowest part of start-up) is skipped.
+        bound = len(text.encode("utf-8"))
+        smallest = min(d.context_window for d in self.config.all_deployments())
+        self.tokens_exact = exact or bound + self.config.max_output_tokens > smallest
+        if self.tokens_exact:
+            return self.e._count_tokens(text)
+        return bound
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> Result:
+        cooling = self.e._store.active(
+            self.clock.wall(),
+            {d.name: self.e.key_for(d)[0] for d in self.config.all_deployments()},
+        )
+        queue = list(self.plan.candidates)
+        try:
+            while queue:
+                deployment = queue.pop(0)
+                verdict = self._skip_reason(deployment, cooling) or self._call(deployment)
+                self.verdicts[deployment.name] = verdict
+                if verdict.rejected_input is not None:
+                    queue = self._after_overflow(verdict.rejected_input, queue)
+        except _Finished as done:
+            return done.result
+        return self._failed()
+
+    def _skip_reason(self, d: Deployment, cooling: Mapping[str, Cooldown]) -> _Verdict | None:
+        needed = self.plan.input_tokens + self.config.max_output_tokens
+        if d.name in self.plan.too_small or needed > d.context_window:
+            note = self.plan.too_small.get(d.name) or (
+                f"input needs {needed:,} tokens; window is {d.context_window:,}"
+            )
+            return self._skip(d, note, too_small=True)
+        _, missing = self.e.key_for(d)
+        if missing is not None:
+            return self._skip(d, missing, unconfigured=True)
+        cooldown = cooling.get(d.name)
+        if cooldown is not None:
+            left = cooldown.until - self.clock.wall()
+            why = f"cooling down for {left:.0f} s after {cooldown.kind}"
+            return self._skip(d, why, transient=True)
+        if self.budget.left(self.clock.monotonic()) <= 0:
+            return self._skip(d, "no time left in the budget", transient=True)
+        return None
+
+    def _skip(self, d: Deployment, why: str, **flags: bool) -> _Verdict:
+        self._record(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))
+        return _Verdict(why, **flags)
+
+    def _after_overflow(self, rejected_by: Deployment, queue: list[Deployment]) -> list[Deployment]:
+        # Only a larger window can help; the long-context deployment joins if it is not queued.
+        extra = self.config.long_context
+        if extra is not None and extra not in queue and extra.name not in self.verdicts:
+            queue.append(extra)
+        return [d for d in queue if d.context_window > rejected_by.context_window]
+
+    def _call(self, d: Deployment) -> _Verdict:
+        """Call one deployment until it answers, fails over, or the question ends."""
+        key, _ = self.e.key_for(d)
+        provider = self.e._providers(d, key)
+        mine = Budget(self.clock.monotonic(), d.policy.budget)
+        retries = 0
+        number = 0
+        while True:
+            now = self.clock.monotonic()
+            left = min(self.budget.left(now), mine.left(now))
+            if left <= 0:
+                return _Verdict("no time left in the budget", transient=True)
+            number += 1
+            emitted = False
+
+            def sink(text: str) -> None:
+                nonlocal emitted
+                emitted = True
+                assert self.on_text is not None
+                self.on_text(text)
+
+            started = self.clock.monotonic()
+            try:
+                reply = provider.complete(
+                    self.request,
+                    timeout=min(d.policy.timeout, left),
+                    on_text=sink if self.on_text is not None else None,
+                )
+            except ProviderError as exc:
+                failure, partial = exc.failure, exc.partial
+            else:
+                self._answered(d, number, reply, self.clock.monotonic() - started)
+            elapsed = self.clock.monotonic() - started
+            if emitted or partial:
+                self._stopped(d, number, failure, partial, elapsed)
+            now = self.clock.monotonic()
+            step = next_step(
+                failure,
+                retries_done=retries,
+                policy=d.policy,
+                budget=Budget(now, min(self.budget.left(now), mine.left(now))),
+                now=now,
+                rand=self.e._rng.random(),
+            )
+            detail = failure.detail if not step.note else f"{failure.detail} ({step.note})"
+            self._record(
+                Attempt(
+                    d.name,
+                    number,
+                    failure.status,
+                    failure.kind,
+                    step.outcome,
+                    step.wait,
+                    elapsed,
+                    detail,
+                )
+            )
+            if step.outcome is Outcome.RETRY:
+                self.e._sleeper.sleep(step.wait)
+                retries += 1
+                continue
+            self._cool(d, failure, step)
+            if step.outcome is Outcome.FATAL:
+                self._fatal(d, failure, partial)
+            return _Verdict(
+                failure.detail,
+                transient=step.transient,
+                rejected_input=d if failure.kind is ErrorKind.CONTEXT_WINDOW else None,
+            )
+
+    # -- endings --------------------------------------------------------------------------
+
+    def _record(self, attempt: Attempt) -> None:
+        self.attempts.append(attempt)
+        log.info(
+            "%s #%d %s%s -> %s (wait %.2f s, %.3f s) %s",
+            attempt.deployment,
+            attempt.attempt,
+            "" if attempt.status is None else f"{attempt.status} ",
+            attempt.error_class or "ok",
+            attempt.decision,
+            attempt.wait_s,
+            attempt.elapsed_s,
+            attempt.detail,
+        )
+        if self.e._on_attempt is not None:
+            self.e._on_attempt(attempt)
+
+    def _cool(self, d: Deployment, failure: Failure, step: Step) -> None:
+        if step.cooldown is None:
+            return
+        now = self.clock.wall()
+        key, _ = self.e.key_for(d)
+        self.e._store.cool(
+            d.name,
+            until=now + step.cooldown,
+            kind=failure.kind,
+            now=now,
+            detail=failure.detail,
+            # An auth cooldown ends as soon as the key changes: the fix is a new key.
+            credential=key if failure.kind is ErrorKind.AUTH else None,
+        )
+
+    def _result(self, status: Status, d: Deployment | None, **fields: object) -> Result:
+        base: dict[str, object] = {
+            "status": status,
+            "answer": None,
+            "deployment": None if d is None else d.name,
+            "provider": None if d is None else str(d.provider),
+            "model": None if d is None else d.model,
+            "routed": self.plan.route,
+            "input_tokens": self.plan.input_tokens,
+            "input_tokens_exact": self.tokens_exact,
+            "elapsed_s": self.clock.monotonic() - self.budget.start,
+            "attempts": tuple(self.attempts),
+        }
+        base.update(fields)
+        return Result(**base)  # type: ignore[arg-type]
+
+    def _answered(self, d: Deployment, number: int, reply: Reply, elapsed: float) -> None:
+        status = None if d.provider is ProviderKind.LOCAL else 200
+        if reply.refused:
+            log.warning("%s refused the question: %s", d.name, reply.text[:200])
+            self._record(
+                Attempt(d.name, number, status, ErrorKind.REFUSAL, Outcome.FATAL, 0.0, elapsed, "")
+            )
+            self.e._store.clear(d.name)
+            raise _Finished(
+                self._result(Status.REFUSED, d, answer=reply.text, model=reply.model or d.model)
+            )
+        self._record(Attempt(d.name, number, status, None, Outcome.ANSWERED, 0.0, elapsed, ""))
+        self.e._store.clear(d.name)
+        raise _Finished(
+            self._result(Status.ANSWERED, d, answer=reply.text, model=reply.model or d.model)
+        )
+
+    def _stopped(
+        self, d: Deployment, number: int, failure: Failure, partial: str, elapsed: float
+    ) -> None:
+        # Text already reached the user: a retry would repeat it, a fallback would splice two
+        # answers. Report the break, keep what was written, and cool the deployment down.
+        self._record(
+            Attempt(
+                d.name,
+                number,
+                failure.status,
+                failure.kind,
+                Outcome.STOPPED,
+                0.0,
+                elapsed,
+                f"{failure.detail} (after text was written: not retried)",
+            )
+        )
+        if cools_down(failure.kind):
+            self._cool(d, failure, Step(Outcome.STOPPED, cooldown=d.policy.cooldown))
+        error = QuestionError(
+            FailureKind.INCOMPLETE,
+            f"the answer from {d.name} broke off: {failure.detail}",
+            (DeploymentError(d.name, failure.detail),),
+        )
+        raise _Finished(
+            self._result(Status.FAILED, d, answer=partial, error=error, incomplete=True)
+        )
+
+    def _fatal(self, d: Deployment, failure: Failure, partial: str) -> None:
+        if failure.kind is ErrorKind.REFUSAL:
+            log.warning("%s refused the question: %s", d.name, failure.detail)
+            raise _Finished(self._result(Status.REFUSED, d, answer=partial or failure.detail))
+        error = QuestionError(
+            FailureKind.BAD_REQUEST,
+            f"{d.name} rejected the request as malformed: {failure.detail}",
+            (DeploymentError(d.name, failure.detail),),
+        )
+        raise _Finished(self._result(Status.FATAL, d, error=error))
+
+    def _failed(self) -> Result:
+        verdicts = self.verdicts
+        lines = tuple(DeploymentError(name, v.last_error) for name, v in verdicts.items())
+        if verdicts and all(v.too_small or v.rejected_input for v in verdicts.values()):
+            error = QuestionError(
+                FailureKind.TOO_LARGE,
+                f"the input ({self.plan.input_tokens:,} tokens) is too large for every deployment",
+                lines,
+            )
+            return self._result(Status.FATAL, None, error=error)
+        transient = [v for v in verdicts.values() if v.transient]
+        if transient and all(v.transient or v.unconfigured for v in verdicts.values()):
+            error = QuestionError(
+                FailureKind.UNAVAILABLE,
+                "every deployment is cooling down, rate-limited or out of time: retry later",
+                lines,
+            )
+        else:
+            error = QuestionError(FailureKind.EXHAUSTED, "no deployment could answer", lines)
+        return self._result(Status.FAILED, None, error=error)
+
+
+__all__ = ["Engine", "Plan", "Route"]

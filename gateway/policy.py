@@ -1,0 +1,152 @@
+"""The engine's decisions as pure functions: what to do after a failure, what to call at all.
+
+No I/O and no clock reads: the engine passes in the time, the budget and the random draw,
+then carries out the returned step. Every rule about retrying, failing over, cooling down
+and routing lives here, so it can be read (and tested) in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.backoff import Budget, backoff_delay
+from gateway.config import Config, Deployment, Policy
+from gateway.errors import cools_down
+from gateway.model import Decision, ErrorKind, Failure, Outcome, Route
+
+
+@dataclass(frozen=True)
+class Step:
+    """What to do after one failed attempt.
+
+    `cooldown` is how long to cool the deployment down (None: not at all). `transient`
+    marks a fail-over that a later try could clear by itself (a rate limit past the budget),
+    which turns "no deployment could answer" into "temporarily unavailable".
+    """
+
+    outcome: Outcome
+    wait: float = 0.0
+    cooldown: float | None = None
+    transient: bool = False
+    note: str = ""
+
+
+# Kinds that clear by themselves: when they are why a deployment could not answer, the
+# question as a whole is "try again later" rather than "broken".
+TRANSIENT_KINDS = frozenset(
+    {
+        ErrorKind.RATE_LIMIT,
+        ErrorKind.OVERLOADED,
+        ErrorKind.SERVER,
+        ErrorKind.TIMEOUT,
+        ErrorKind.NETWORK,
+        ErrorKind.UNKNOWN,
+    }
+)
+
+
+def _cooldown_for(failure: Failure, policy: Policy) -> float | None:
+    if not cools_down(failure.kind):
+        return None
+    # A server that named a wait knows better than our default: never come back sooner.
+    return max(policy.cooldown, failure.retry_after or 0.0)
+
+
+def next_step(
+    failure: Failure,
+    *,
+    retries_done: int,
+    policy: Policy,
+    budget: Budget,
+    now: float,
+    rand: float,
+) -> Step:
+    """Decide what follows a failure on one deployment."""
+    if failure.decision is Decision.FATAL:
+        return Step(Outcome.FATAL)
+    if failure.decision is Decision.FAIL_OVER:
+        return Step(Outcome.FAIL_OVER, cooldown=_cooldown_for(failure, policy))
+    transient = failure.kind in TRANSIENT_KINDS
+    if retries_done >= policy.retries:
+        return Step(
+            Outcome.FAIL_OVER,
+            cooldown=_cooldown_for(failure, policy),
+            transient=transient,
+            note=f"{policy.retries} retries spent",
+        )
+    if failure.retry_after is not None:
+        wait = max(0.0, failure.retry_after)
+        if not budget.fits(wait, now):
+            # The server told us when it will take us back, and that is past our budget:
+            # waiting would only burn the customer's time. Go elsewhere now, and keep away
+            # from this deployment for at least as long as it asked.
+            return Step(
+                Outcome.FAIL_OVER,
+                cooldown=max(policy.cooldown, wait),
+                transient=transient,
+                note=f"server asks for {wait:.1f} s, {budget.left(now):.1f} s of budget left",
+            )
+        return Step(Outcome.RETRY, wait=wait, note=f"retry-after {wait:.1f} s")
+    wait = backoff_delay(retries_done + 1, policy, rand)
+    if not budget.fits(wait, now):
+        # Our own backoff, not the server's word: not enough evidence to cool it down.
+        return Step(
+            Outcome.FAIL_OVER,
+            transient=transient,
+            note=f"no time for a {wait:.1f} s backoff",
+        )
+    return Step(Outcome.RETRY, wait=wait)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which deployments to try for one question, in order, and why any are ruled out."""
+
+    route: Route
+    input_tokens: int
+    candidates: tuple[Deployment, ...]
+    too_small: dict[str, str]  # deployment name -> why its window cannot hold the input
+
+
+def _window_note(needed: int, d: Deployment, max_out: int) -> str:
+    return (
+        f"input needs {needed:,} tokens (incl. {max_out:,} for the reply); "
+        f"window is {d.context_window:,}"
+    )
+
+
+def plan_route(config: Config, input_tokens: int) -> Plan:
+    """Order the deployments for an input of `input_tokens` tokens.
+
+    When the first deployment's window cannot hold the input, the long-context deployment
+    goes first (the others that fit stay behind it as a last resort); otherwise the normal
+    list is tried in order. Deployments whose window is too small stay in the plan so the
+    attempts table can show why they were passed over.
+    """
+    needed = input_tokens + config.max_output_tokens
+    first = config.deployments[0]
+    long = config.long_context
+    if needed > first.context_window and long is not None:
+        route = Route.LONG_CONTEXT
+        candidates = (long, *config.deployments)
+    else:
+        route = Route.NORMAL
+        candidates = config.deployments
+    too_small = {
+        d.name: _window_note(needed, d, config.max_output_tokens)
+        for d in candidates
+        if needed > d.context_window
+    }
+    return Plan(route, input_tokens, candidates, too_small)
+
+
+def larger_windows(config: Config, plan: Plan, rejected_by: Deployment) -> tuple[Deployment, ...]:
+    """After `rejected_by` reported a context overflow: the later candidates with larger windows.
+
+    The long-context deployment joins at the end when it is not already in the plan.
+    """
+    later = plan.candidates[plan.candidates.index(rejected_by) + 1 :]
+    extra = config.long_context
+    if extra is not None and extra not in plan.candidates:
+        later = (*later, extra)
+    return tuple(d for d in later if d.context_window > rejected_by.context_window)

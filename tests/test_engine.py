@@ -1,0 +1,462 @@
+"""The fallback engine, driven by scripted fakes on virtual time: no test sleeps."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+import pytest
+
+from gateway.clock import FixedRandom, VirtualClock
+from gateway.config import Config, Deployment, Policy
+from gateway.cooldown import MemoryStore
+from gateway.engine import Engine
+from gateway.model import (
+    Attempt,
+    ErrorKind,
+    FailureKind,
+    Outcome,
+    ProviderKind,
+    Request,
+    Route,
+    Status,
+)
+from tests.fakes import ScriptedFactory, ScriptedProvider, Stream, answer, failure
+
+KEYS = {"OPENAI_API_KEY": "sk-test-primary", "ANTHROPIC_API_KEY": "sk-ant-test"}
+
+
+def deployments(policy: Policy = Policy()) -> tuple[Deployment, ...]:
+    return (
+        Deployment(
+            "primary", ProviderKind.OPENAI, 128_000, policy, "gpt-4o-mini", "OPENAI_API_KEY"
+        ),
+        Deployment(
+            "fallback",
+            ProviderKind.ANTHROPIC,
+            200_000,
+            policy,
+            "claude-haiku-4-5",
+            "ANTHROPIC_API_KEY",
+        ),
+    )
+
+
+LONG = Deployment("long", ProviderKind.GEMINI, 1_000_000, Policy(), "gemini-2.5-pro", None)
+
+
+class Harness:
+    """One engine with scripted providers, a virtual clock and a shared memory store."""
+
+    def __init__(
+        self,
+        scripts: dict[str, list[object]],
+        *,
+        config: Config | None = None,
+        environ: dict[str, str] | None = None,
+        store: MemoryStore | None = None,
+        takes: float = 0.0,
+        rand: float = 0.5,
+    ) -> None:
+        self.clock = VirtualClock()
+        self.config = config or Config(product="Acme", deployments=deployments(), long_context=LONG)
+        self.providers = {
+            name: ScriptedProvider(name, list(script), self.clock, takes)  # type: ignore[arg-type]
+            for name, script in scripts.items()
+        }
+        self.factory = ScriptedFactory(list(self.providers.values()))
+        self.store = store if store is not None else MemoryStore()
+        self.seen: list[Attempt] = []
+        self.counted: list[str] = []
+        self.environ = dict(KEYS if environ is None else environ)
+
+        def count(text: str) -> int:
+            self.counted.append(text)
+            return len(text) // 4
+
+        self.engine = Engine(
+            self.config,
+            providers=self.factory,
+            store=self.store,
+            clock=self.clock,
+            sleeper=self.clock,
+            rng=FixedRandom(rand),
+            environ=self.environ,
+            count_tokens=count,
+            on_attempt=self.seen.append,
+        )
+
+    def ask(self, question: str = "How do I reset my password?", **kw: object):  # type: ignore[no-untyped-def]
+        return self.engine.ask(Request("You answer support questions.", question, 400), **kw)  # type: ignore[arg-type]
+
+    def calls(self, name: str) -> int:
+        return self.providers[name].calls
+
+
+def decisions(result) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return [(a.deployment, str(a.decision)) for a in result.attempts]
+
+
+# -- the acceptance test the user asked for, word for word -----------------------------------
+
+
+def test_primary_429_three_times_fails_over_and_the_next_request_goes_straight_to_fallback():
+    store = MemoryStore()
+    h = Harness(
+        {
+            "primary": [failure(ErrorKind.RATE_LIMIT)] * 3 + [answer("primary text")],
+            "fallback": [answer("fallback text")],
+        },
+        store=store,
+    )
+    result = h.ask()
+    assert h.calls("primary") == 3
+    assert h.calls("fallback") == 1
+    assert result.answer == "fallback text"
+    assert result.deployment == "fallback"
+    assert result.status is Status.ANSWERED
+
+    second = h.ask()
+    assert h.calls("primary") == 3, "the cooled-down primary must not be called again"
+    assert h.calls("fallback") == 2
+    assert second.answer == "fallback text"
+    assert decisions(second)[0] == ("primary", "skipped")
+    assert "cooling down" in second.attempts[0].detail
+
+
+# -- retries, backoff and Retry-After ----------------------------------------------------------
+
+
+def test_backoff_waits_follow_the_documented_formula_and_are_recorded():
+    h = Harness({"primary": [failure(ErrorKind.OVERLOADED)] * 2 + [answer("ok")], "fallback": []})
+    result = h.ask()
+    # equal jitter with rand=0.5: ceiling 1 s then 2 s, waits 0.75 s and 1.5 s
+    assert h.clock.slept == [0.75, 1.5]
+    assert [a.wait_s for a in result.attempts] == [0.75, 1.5, 0.0]
+    assert decisions(result) == [
+        ("primary", "retry"),
+        ("primary", "retry"),
+        ("primary", "answered"),
+    ]
+    assert result.served_attempts == 3
+
+
+def test_backoff_is_capped_at_backoff_max():
+    policy = Policy(retries=5, backoff_base=4.0, backoff_max=5.0, budget=100.0)
+    config = Config("Acme", deployments(policy), LONG, policy=policy)
+    h = Harness(
+        {"primary": [failure(ErrorKind.SERVER)] * 5 + [answer("ok")], "fallback": []},
+        config=config,
+        rand=0.999,
+    )
+    h.ask()
+    assert max(h.clock.slept) < 5.0
+    assert len(h.clock.slept) == 5
+
+
+def test_retry_after_is_honoured_even_above_backoff_max_when_it_fits_the_budget():
+    h = Harness(
+        {"primary": [failure(ErrorKind.RATE_LIMIT, retry_after=12.0), answer("ok")], "fallback": []}
+    )
+    result = h.ask()
+    assert h.clock.slept == [12.0]
+    assert result.deployment == "primary"
+
+
+def test_retry_after_past_the_budget_fails_over_at_once_and_cools_down_for_at_least_that_long():
+    h = Harness(
+        {
+            "primary": [failure(ErrorKind.RATE_LIMIT, retry_after=600.0)],
+            "fallback": [answer("from fallback")],
+        }
+    )
+    result = h.ask()
+    assert h.calls("primary") == 1
+    assert h.clock.slept == []
+    assert result.answer == "from fallback"
+    (entry,) = [c for c in h.store.entries() if c.deployment == "primary"]
+    assert entry.until - h.clock.wall() >= 600.0
+    assert "server asks for 600.0 s" in result.attempts[0].detail
+
+
+def test_retries_spent_cools_the_deployment_for_the_policy_cooldown():
+    h = Harness({"primary": [failure(ErrorKind.SERVER)], "fallback": [answer("ok")]})
+    h.ask()
+    (entry,) = h.store.entries()
+    assert entry.deployment == "primary"
+    assert entry.kind is ErrorKind.SERVER
+    assert entry.until - h.clock.wall() == pytest.approx(60.0)
+
+
+def test_unknown_errors_are_retried_and_get_only_a_timed_cooldown():
+    h = Harness({"primary": [failure(ErrorKind.UNKNOWN)], "fallback": [answer("ok")]})
+    h.ask()
+    assert h.calls("primary") == 3
+    (entry,) = h.store.entries()
+    assert entry.until - h.clock.wall() == pytest.approx(60.0)
+    h.clock.advance(61)
+    h.providers["primary"].script[:] = [answer("healthy again")]
+    assert h.ask().deployment == "primary", "an expired cooldown must clear"
+
+
+# -- the time budget ---------------------------------------------------------------------------
+
+
+def test_the_whole_question_never_outlasts_the_budget_whatever_the_providers_do():
+    # Every call hangs until its timeout: the engine must cap each by what is left.
+    h = Harness({"primary": [answer("never")], "fallback": [answer("never")]}, takes=1_000.0)
+    result = h.ask()
+    assert h.clock.monotonic() <= 30.0 + 1e-9
+    assert result.status is Status.FAILED
+    assert result.error is not None and result.error.kind is FailureKind.UNAVAILABLE
+    first_timeouts = h.providers["primary"].timeouts
+    assert first_timeouts[0] == 20.0
+    assert all(t <= 30.0 for t in first_timeouts)
+    assert any(a.detail == "no time left in the budget" for a in result.attempts)
+
+
+def test_attempt_timeout_is_capped_by_the_remaining_budget():
+    h = Harness(
+        {"primary": [failure(ErrorKind.TIMEOUT), answer("late but fine")], "fallback": []},
+        takes=18.0,
+    )
+    h.ask()
+    t1, t2 = h.providers["primary"].timeouts
+    assert t1 == 20.0
+    assert t2 == pytest.approx(30.0 - 18.0 - 0.75)
+
+
+# -- fail over, fatal, refusal -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [ErrorKind.AUTH, ErrorKind.QUOTA, ErrorKind.MODEL_NOT_FOUND])
+def test_fail_over_kinds_are_not_retried_and_cool_the_deployment(kind: ErrorKind):
+    h = Harness({"primary": [failure(kind)], "fallback": [answer("ok")]})
+    result = h.ask()
+    assert h.calls("primary") == 1
+    assert decisions(result) == [("primary", "fail_over"), ("fallback", "answered")]
+    assert [c.deployment for c in h.store.entries()] == ["primary"]
+
+
+def test_bad_request_is_fatal_no_failover_no_cooldown():
+    h = Harness({"primary": [failure(ErrorKind.BAD_REQUEST)], "fallback": [answer("ok")]})
+    result = h.ask()
+    assert result.status is Status.FATAL
+    assert result.error is not None and result.error.kind is FailureKind.BAD_REQUEST
+    assert h.calls("fallback") == 0
+    assert h.store.entries() == []
+
+
+def test_a_refusal_reply_is_returned_as_the_answer_and_never_shopped_around():
+    refusal = replace(answer("I can't help with that."), refused=True)
+    h = Harness({"primary": [refusal], "fallback": [answer("ok")]})
+    result = h.ask()
+    assert result.status is Status.REFUSED
+    assert result.answer == "I can't help with that."
+    assert h.calls("fallback") == 0
+    assert h.store.entries() == []
+    assert result.attempts[-1].error_class is ErrorKind.REFUSAL
+
+
+def test_a_refusal_error_status_is_also_fatal_and_returned():
+    h = Harness(
+        {
+            "primary": [failure(ErrorKind.REFUSAL, detail="Invalid prompt: flagged")],
+            "fallback": [answer("ok")],
+        }
+    )
+    result = h.ask()
+    assert result.status is Status.REFUSED
+    assert result.answer == "Invalid prompt: flagged"
+    assert h.calls("fallback") == 0
+
+
+def test_context_overflow_fails_over_to_a_larger_window_without_cooling_down():
+    small = Deployment("small", ProviderKind.OPENAI, 8_000, Policy(), "m", "OPENAI_API_KEY")
+    smaller = Deployment("smaller", ProviderKind.OPENAI, 4_000, Policy(), "m", "OPENAI_API_KEY")
+    config = Config("Acme", (small, smaller), LONG)
+    h = Harness(
+        {
+            "small": [failure(ErrorKind.CONTEXT_WINDOW)],
+            "smaller": [answer("no")],
+            "long": [answer("long answer")],
+        },
+        config=config,
+        environ={**KEYS, "GEMINI_API_KEY": "g"},
+    )
+    result = h.ask()
+    assert result.answer == "long answer"
+    assert h.calls("smaller") == 0, "a smaller window cannot hold what a larger one refused"
+    assert h.store.entries() == []
+
+
+# -- routing by size ---------------------------------------------------------------------------
+
+
+def test_oversized_input_goes_straight_to_the_long_context_deployment():
+    h = Harness({"primary": [answer("no")], "fallback": [answer("no")], "long": [answer("big")]})
+    result = h.ask("x" * 4 * 150_000)  # ~150k tokens by the fake counter
+    assert result.routed is Route.LONG_CONTEXT
+    assert result.answer == "big"
+    assert h.calls("primary") == 0
+    assert result.input_tokens_exact
+
+
+def test_deployments_whose_window_is_too_small_are_skipped_with_the_reason():
+    config = Config("Acme", deployments(), long_context=None)
+    h = Harness({"primary": [answer("no")], "fallback": [answer("fits")]}, config=config)
+    result = h.ask("y" * 4 * 150_000)
+    assert result.routed is Route.NORMAL
+    assert result.answer == "fits"
+    assert result.attempts[0].decision is Outcome.SKIPPED
+    assert "window is 128,000" in result.attempts[0].detail
+
+
+def test_input_too_large_for_every_window_is_fatal():
+    h = Harness({"primary": [answer("no")], "fallback": [answer("no")], "long": [answer("no")]})
+    result = h.ask("z" * 4 * 2_000_000)
+    assert result.status is Status.FATAL
+    assert result.error is not None and result.error.kind is FailureKind.TOO_LARGE
+    assert sum(p.calls for p in h.providers.values()) == 0
+
+
+def test_small_inputs_do_not_load_the_tokenizer_unless_asked():
+    h = Harness({"primary": [answer("ok")], "fallback": []})
+    result = h.ask()
+    assert h.counted == []
+    assert not result.input_tokens_exact
+    exact = h.ask(exact_tokens=True)
+    assert len(h.counted) == 1
+    assert exact.input_tokens_exact
+
+
+# -- keys and cooldown state -------------------------------------------------------------------
+
+
+def test_a_deployment_without_its_key_is_skipped_visibly_not_called_not_cooled():
+    h = Harness(
+        {"primary": [answer("no")], "fallback": [answer("ok")]},
+        environ={"ANTHROPIC_API_KEY": "sk-ant"},
+    )
+    result = h.ask()
+    assert result.attempts[0].decision is Outcome.SKIPPED
+    assert result.attempts[0].detail == "OPENAI_API_KEY not set"
+    assert h.calls("primary") == 0
+    assert h.store.entries() == []
+
+
+def test_an_auth_cooldown_ends_when_the_key_changes_and_a_success_clears_it():
+    store = MemoryStore()
+    h = Harness({"primary": [failure(ErrorKind.AUTH)], "fallback": [answer("ok")]}, store=store)
+    h.ask()
+    assert h.ask().attempts[0].decision is Outcome.SKIPPED  # same bad key: still cooling
+
+    h.environ["OPENAI_API_KEY"] = "sk-rotated"
+    h.providers["primary"].script[:] = [answer("new key works")]
+    result = h.ask()
+    assert result.deployment == "primary"
+    assert store.entries() == []
+
+
+def test_when_every_deployment_is_cooling_down_the_error_says_retry_later():
+    h = Harness({"primary": [failure(ErrorKind.SERVER)], "fallback": [failure(ErrorKind.SERVER)]})
+    first = h.ask()
+    assert first.error is not None and first.error.kind is FailureKind.UNAVAILABLE
+    second = h.ask()
+    assert second.error is not None and second.error.kind is FailureKind.UNAVAILABLE
+    assert [d.last_error[:12] for d in second.error.deployments] == ["cooling down"] * 2
+
+
+def test_when_each_deployment_fails_the_error_lists_each_with_its_last_error():
+    h = Harness(
+        {
+            "primary": [failure(ErrorKind.AUTH, detail="401 invalid_api_key")],
+            "fallback": [failure(ErrorKind.QUOTA, detail="402 billing_error")],
+        },
+        environ={**KEYS, "GEMINI_API_KEY": "g"},
+    )
+    result = h.ask()
+    assert result.status is Status.FAILED
+    assert result.error is not None and result.error.kind is FailureKind.EXHAUSTED
+    assert {(d.name, d.last_error) for d in result.error.deployments} == {
+        ("primary", "401 invalid_api_key"),
+        ("fallback", "402 billing_error"),
+    }
+
+
+# -- streaming ---------------------------------------------------------------------------------
+
+
+def test_a_stream_that_breaks_after_text_is_never_retried_or_failed_over():
+    written: list[str] = []
+    broken = Stream(("To reset ", "your pass"), then=failure(ErrorKind.NETWORK))
+    h = Harness({"primary": [broken, answer("again")], "fallback": [answer("other")]})
+    result = h.ask(on_text=written.append)
+    assert "".join(written) == "To reset your pass"
+    assert h.calls("primary") == 1
+    assert h.calls("fallback") == 0
+    assert result.status is Status.FAILED
+    assert result.incomplete
+    assert result.answer == "To reset your pass"
+    assert result.attempts[-1].decision is Outcome.STOPPED
+    assert [c.deployment for c in h.store.entries()] == ["primary"]
+
+
+def test_a_stream_that_fails_before_any_text_is_retried_like_any_failure():
+    written: list[str] = []
+    h = Harness(
+        {
+            "primary": [Stream((), then=failure(ErrorKind.OVERLOADED)), Stream(("fine",))],
+            "fallback": [],
+        }
+    )
+    result = h.ask(on_text=written.append)
+    assert result.status is Status.ANSWERED
+    assert written == ["fine"]
+    assert h.calls("primary") == 2
+
+
+# -- what gets reported ------------------------------------------------------------------------
+
+
+def test_each_attempt_reaches_the_hook_before_its_wait_and_is_logged(caplog):
+    order: list[str] = []
+    h = Harness({"primary": [failure(ErrorKind.RATE_LIMIT), answer("ok")], "fallback": []})
+    h.engine._on_attempt = lambda a: order.append(f"attempt {a.decision}")
+    real_sleep = h.clock.sleep
+    h.engine._sleeper = type(
+        "S", (), {"sleep": lambda self, s: (order.append("sleep"), real_sleep(s))}
+    )()
+    with caplog.at_level(logging.INFO, logger="support_ask.engine"):
+        h.ask()
+    assert order == ["attempt retry", "sleep", "attempt answered"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("primary #1 429 rate_limit -> retry" in m for m in messages)
+    assert any("primary #2 ok -> answered" in m for m in messages)
+
+
+def test_the_result_json_has_the_designed_shape():
+    h = Harness({"primary": [failure(ErrorKind.RATE_LIMIT), answer("ok")], "fallback": []})
+    data = h.ask().as_json()
+    assert data["schema_version"] == 1
+    assert data["status"] == "answered"
+    assert data["deployment"] == "primary"
+    assert data["provider"] == "openai"
+    assert data["routed"] == "normal"
+    assert set(data["attempts"][0]) == {  # type: ignore[index]
+        "deployment",
+        "attempt",
+        "status",
+        "error_class",
+        "decision",
+        "wait_s",
+        "elapsed_s",
+        "detail",
+    }
+    assert "error" not in data
+
+
+def test_keys_never_reach_the_result():
+    h = Harness({"primary": [failure(ErrorKind.AUTH)], "fallback": [failure(ErrorKind.AUTH)]})
+    text = repr(h.ask().as_json())
+    assert "sk-test-primary" not in text and "sk-ant-test" not in text
