@@ -33,8 +33,8 @@ from gateway.model import (
     TextSink,
 )
 from gateway.policy import Plan, Step, next_step, plan_route
-from gateway.secret import Secret
 from gateway.seams import Clock, ProviderFactory, RandomSource, Sleeper, StateStore
+from gateway.secret import Secret
 
 log = logging.getLogger("support_ask.engine")
 

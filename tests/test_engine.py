@@ -26,7 +26,10 @@ from tests.fakes import ScriptedFactory, ScriptedProvider, Stream, answer, failu
 KEYS = {"OPENAI_API_KEY": "sk-test-primary", "ANTHROPIC_API_KEY": "sk-ant-test"}
 
 
-def deployments(policy: Policy = Policy()) -> tuple[Deployment, ...]:
+DEFAULT_POLICY = Policy()
+
+
+def deployments(policy: Policy = DEFAULT_POLICY) -> tuple[Deployment, ...]:
     return (
         Deployment(
             "primary", ProviderKind.OPENAI, 128_000, policy, "gpt-4o-mini", "OPENAI_API_KEY"
