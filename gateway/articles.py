@@ -1,0 +1,279 @@
+"""Reading help-centre articles from disk: folders recursively, files directly.
+
+Markdown and plain text are kept as written (front matter aside); HTML is reduced to text.
+Every article gets a title. Files that cannot be used are skipped with a warning each, and
+the warnings are returned, not printed: the caller decides how to show them.
+
+When paths were given but not one readable article came of them, `load_articles` raises
+`ArticlesError` (carrying the warnings that explain why), so the CLI can exit 66 without
+re-deriving the reason. Asking for no paths at all is not an error: it yields no articles.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from html.parser import HTMLParser
+from pathlib import Path
+
+from gateway.model import Article
+
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+HTML_SUFFIXES = frozenset({".html", ".htm"})
+SUFFIXES = MARKDOWN_SUFFIXES | HTML_SUFFIXES
+
+
+class ArticlesError(Exception):
+    """Paths were given, but no readable article was found in them."""
+
+    def __init__(self, message: str, warnings: Sequence[str]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.warnings = list(warnings)
+
+
+def load_articles(paths: Sequence[Path]) -> tuple[tuple[Article, ...], list[str]]:
+    """The articles under `paths`, in a stable order, and a warning per skipped file.
+
+    Each folder is read recursively, in order of relative path (hidden entries and files
+    of other types are ignored); a file named directly is read whatever its suffix. The
+    same file reached twice is read once. Raises `ArticlesError` when `paths` is not empty
+    but yields no readable article.
+    """
+    articles: list[Article] = []
+    warnings: list[str] = []
+    seen: set[Path] = set()
+    for root in paths:
+        if root.is_dir():
+            files = _walk(root, warnings)
+        elif root.exists():
+            files = iter([root])
+        else:
+            warnings.append(f"{root}: no such file or folder")
+            continue
+        for path in files:
+            key = path.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            article, problem = _read(path)
+            if article is not None:
+                articles.append(article)
+            else:
+                warnings.append(f"skipped {path}: {problem}")
+    if paths and not articles:
+        where = ", ".join(str(p) for p in paths)
+        raise ArticlesError(f"no readable article in {where}", warnings)
+    return tuple(articles), warnings
+
+
+def _walk(root: Path, warnings: list[str]) -> Iterator[Path]:
+    def unreadable(error: OSError) -> None:
+        warnings.append(f"skipped {error.filename}: cannot read it ({error.strerror})")
+
+    found: list[tuple[str, Path]] = []
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if name.startswith(".") or Path(name).suffix.lower() not in SUFFIXES:
+                continue
+            path = Path(folder, name)
+            found.append((path.relative_to(root).as_posix(), path))
+    found.sort(key=lambda item: item[0])
+    return (path for _, path in found)
+
+
+def _read(path: Path) -> tuple[Article | None, str]:
+    """The article at `path`, or None and the reason it was skipped."""
+    if not path.is_file():
+        return None, "not a regular file"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot read it ({exc.strerror or type(exc).__name__})"
+    text = _decode(data)
+    if text is None:
+        return None, "not a text file (binary, or not UTF-8)"
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if path.suffix.lower() in HTML_SUFFIXES:
+        title, body = _from_html(text)
+    else:
+        title, body = _from_markdown(text)
+    body = body.strip()
+    if not body:
+        return None, "empty"
+    return Article(title=title or _title_from_name(path), path=str(path), text=body), ""
+
+
+def _decode(data: bytes) -> str | None:
+    # Editors on Windows save UTF-16 with a byte-order mark; anything else must be UTF-8.
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            return None
+    if b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
+_FRONT_TITLE = re.compile(r"^title:\s*(.+?)\s*$", re.MULTILINE)
+_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+_SETEXT_HEADING = re.compile(r"^(?=\S)(.+?)[ \t]*\n {0,3}(?:=+|-+)[ \t]*$", re.MULTILINE)
+_INLINE_MARKUP = re.compile(r"[*_`]+")
+
+
+def _from_markdown(text: str) -> tuple[str, str]:
+    """The title (front matter, else the first heading) and the text without front matter."""
+    title = ""
+    front = _FRONT_MATTER.match(text)
+    if front:
+        text = text[front.end() :]
+        found = _FRONT_TITLE.search(front.group(1))
+        if found:
+            title = found.group(1).strip("'\"")
+    if not title:
+        headings = [m for m in (_ATX_HEADING.search(text), _SETEXT_HEADING.search(text)) if m]
+        if headings:
+            first = min(headings, key=lambda m: m.start())
+            title = _INLINE_MARKUP.sub("", first.group(1)).strip()
+    return title, text
+
+
+def _title_from_name(path: Path) -> str:
+    """`resetting-your_password` -> `Resetting your password`."""
+    words = re.sub(r"[-_\s]+", " ", path.stem).strip()
+    return words[:1].upper() + words[1:] if words else path.name
+
+
+# Elements whose text is never content.
+_DROP = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "object"})
+# Elements that end one paragraph and start another.
+_BLOCKS = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "br", "dd", "details", "div", "dl",
+        "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
+        "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section",
+        "summary", "table", "tr", "ul",
+    }
+)  # fmt: skip
+_HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
+
+
+class _HtmlText(HTMLParser):
+    """Collects an HTML page's visible text, its <title> and its first <h1>.
+
+    Headings and list items keep a light markdown shape (`## Heading`, `- item`, `1. step`)
+    so an HTML article reads like a markdown one, to the models and to the offline ranker.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[tuple[int, str]] = []  # (the list an item is in, or 0; text)
+        self.title = ""
+        self.h1 = ""
+        self._parts: list[str] = []
+        self._prefix = ""
+        self._item = 0  # the list the current block is an item of, or 0
+        self._list_count = 0
+        self._dropping = 0
+        self._pre = 0
+        self._lists: list[tuple[int, int]] = []  # per open list: (its id, next number or 0)
+        self._in_title = False
+        self._h1_state = 0  # 0 before the first <h1>, 1 inside it, 2 after it
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _DROP:
+            self._dropping += 1
+        if self._dropping:
+            return
+        if tag == "title":
+            self._in_title = True
+            return
+        if tag in _BLOCKS:
+            self._flush()
+        if tag in _HEADINGS:
+            self._prefix = _HEADINGS[tag]
+            if tag == "h1" and self._h1_state == 0:
+                self._h1_state = 1
+        elif tag in ("ul", "ol"):
+            self._list_count += 1
+            self._lists.append((self._list_count, 1 if tag == "ol" else 0))
+        elif tag == "li":
+            list_id, number = self._lists[-1] if self._lists else (-1, 0)
+            self._prefix = f"{number}. " if number else "- "
+            self._item = list_id
+            if number:
+                self._lists[-1] = (list_id, number + 1)
+        elif tag == "pre":
+            self._pre += 1
+        elif tag in ("td", "th"):
+            self._parts.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _DROP:
+            self._dropping = max(0, self._dropping - 1)
+            return
+        if self._dropping:
+            return
+        if tag == "title":
+            self._in_title = False
+            return
+        if tag in _BLOCKS:
+            self._flush()
+        if tag in _HEADINGS or tag == "li":
+            self._prefix, self._item = "", 0
+        if tag == "h1" and self._h1_state == 1:
+            self._h1_state = 2
+        elif tag in ("ul", "ol") and self._lists:
+            self._lists.pop()
+        elif tag == "pre" and self._pre:
+            self._pre -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._dropping:
+            return
+        if self._in_title:
+            self.title += data
+            return
+        if self._h1_state == 1:
+            self.h1 += data
+        self._parts.append(data)
+
+    def _flush(self) -> None:
+        raw = "".join(self._parts)
+        self._parts = []
+        text = raw.strip("\n").rstrip() if self._pre else " ".join(raw.split())
+        if not text:
+            return  # keep a pending prefix: `<li><p>step</p></li>` is still an item
+        self.blocks.append((self._item, self._prefix + text))
+        self._prefix, self._item = "", 0
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+
+    def text(self) -> str:
+        out: list[str] = []
+        previous = 0
+        for list_id, text in self.blocks:
+            if out:
+                # Items of one list stay together; anything else is its own paragraph.
+                out.append("\n" if list_id and list_id == previous else "\n\n")
+            out.append(text)
+            previous = list_id
+        return "".join(out)
+
+
+def _from_html(text: str) -> tuple[str, str]:
+    """The title (first <h1>, else <title>) and the visible text, a blank line per block."""
+    parser = _HtmlText()
+    parser.feed(text)
+    parser.close()
+    title = " ".join(parser.h1.split()) or " ".join(parser.title.split())
+    return title, parser.text()
