@@ -83,15 +83,18 @@ class ConfigError(Exception):
 # deployment means one thing; a flat `retries:` there is an error that shows the nested form.
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from yaml import Node
     from yaml.constructor import SafeConstructor
+
+    Pair = tuple[Node, Node]
 
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
 _NULL = "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
 
 _TOP_KEYS = (
     "product",
@@ -282,13 +285,16 @@ class _Reader:
         self.source = source
         self.loader = loader
         self.base_dir = base_dir
+        self.key_lines: dict[int, int] = {}  # id(collection value node) -> its key's line
 
     # -- errors
 
     def fail(self, node: Node, key: str | None, message: str) -> NoReturn:
-        mark = node.start_mark
+        line = self.key_lines.get(id(node))
+        if line is None and node.start_mark is not None:
+            line = node.start_mark.line
         raise ConfigError(
-            message, file=self.source, line=None if mark is None else mark.line + 1, key=key
+            message, file=self.source, line=None if line is None else line + 1, key=key
         )
 
     def describe(self, node: Node, *, secret: bool = False) -> str:
@@ -313,27 +319,48 @@ class _Reader:
 
     # -- shapes
 
-    def mapping(
-        self, node: Node, path: str, allowed: Iterable[str], *, where: str = ""
-    ) -> dict[str, tuple[Node, Node]]:
-        """A mapping's entries by key: unknown and repeated keys are errors."""
-        from yaml import MappingNode, ScalarNode
+    def pairs(self, node: Node, path: str, *, fold: Callable[[str], str] = str) -> list[Pair]:
+        """A mapping's (key, value) nodes, merge keys applied (an explicit key overrides a
+        merged one, as in YAML); a key written twice is an error, not a silent override."""
+        from yaml import MappingNode, ScalarNode, SequenceNode
 
         if not isinstance(node, MappingNode):
             self.fail(node, path or None, f"expected a mapping, got {self.describe(node)}")
-        self.loader.flatten_mapping(node)  # YAML merge keys (<<: *defaults)
-        allowed = tuple(allowed)
-        out: dict[str, tuple[Node, Node]] = {}
-        for key_node, value_node in node.value:
+        first: dict[str, Node] = {}
+        for key_node, _ in node.value:
             if not isinstance(key_node, ScalarNode):
                 self.fail(key_node, path or None, "a key must be plain text")
+            if key_node.tag == _MERGE:
+                continue
+            key = fold(str(key_node.value))
+            if key in first:
+                line = first[key].start_mark.line + 1
+                self.fail(
+                    key_node,
+                    _join(path, str(key_node.value)),
+                    f"given twice (first on line {line}); keep one",
+                )
+            first[key] = key_node
+        self.loader.flatten_mapping(node)  # YAML merge keys (<<: *defaults), merged first
+        latest: dict[str, Pair] = {}
+        for key_node, value_node in node.value:
+            if isinstance(value_node, MappingNode | SequenceNode):
+                # A block value starts below its key; errors about it point at the key.
+                self.key_lines[id(value_node)] = key_node.start_mark.line
+            latest[fold(str(key_node.value))] = (key_node, value_node)
+        return list(latest.values())
+
+    def mapping(
+        self, node: Node, path: str, allowed: Iterable[str], *, where: str = ""
+    ) -> dict[str, Pair]:
+        """A mapping's entries by key: unknown and repeated keys are errors."""
+        allowed = tuple(allowed)
+        out: dict[str, Pair] = {}
+        for key_node, value_node in self.pairs(node, path):
             key = str(key_node.value)
-            key_path = _join(path, key)
-            if key in out:
-                line = out[key][0].start_mark.line + 1
-                self.fail(key_node, key_path, f"given twice (first on line {line}); keep one")
             if key not in allowed:
-                self.fail(key_node, key_path, self.unknown_key(key, allowed, where))
+                shown = "<not shown>" if _looks_like_a_key(key) else key
+                self.fail(key_node, _join(path, shown), self.unknown_key(key, allowed, where))
             out[key] = (key_node, value_node)
         return out
 
@@ -353,9 +380,7 @@ class _Reader:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"{message}{hint}; valid keys: {', '.join(allowed)}"
 
-    def required(
-        self, entries: dict[str, tuple[Node, Node]], key: str, node: Node, path: str
-    ) -> Node:
+    def required(self, entries: dict[str, Pair], key: str, node: Node, path: str) -> Node:
         if key not in entries:
             self.fail(node, _join(path, key), "missing; this key is required")
         return entries[key][1]
@@ -616,7 +641,7 @@ class _Reader:
     def check_provider_fields(
         self,
         provider: ProviderKind,
-        entries: dict[str, tuple[Node, Node]],
+        entries: dict[str, Pair],
         node: Node,
         path: str,
         *,
@@ -692,9 +717,8 @@ class _Reader:
 
         if not isinstance(node, MappingNode):
             self.fail(node, path, f"expected a mapping of header: value, got {self.describe(node)}")
-        self.loader.flatten_mapping(node)
         out: list[tuple[str, str]] = []
-        for key_node, value_node in node.value:
+        for key_node, value_node in self.pairs(node, path, fold=str.lower):
             if not isinstance(key_node, ScalarNode) or not _HEADER_NAME.match(str(key_node.value)):
                 self.fail(key_node, path, "a header name must be a plain token, e.g. X-Team")
             name = str(key_node.value)
@@ -705,8 +729,6 @@ class _Reader:
                     key_path,
                     "credentials never go in the config; the key comes from api_key_env",
                 )
-            if any(name.lower() == seen.lower() for seen, _ in out):
-                self.fail(key_node, key_path, "given twice; keep one")
             out.append((name, self.text(value_node, key_path, secret=True)))
         return tuple(out)
 

@@ -1,0 +1,848 @@
+"""The config loader: what a user sees when the YAML is right, and when it is wrong."""
+
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gateway.config import (
+    Config,
+    ConfigError,
+    Policy,
+    find_config,
+    load_config,
+    load_config_text,
+    load_default_config,
+    resolve_state_path,
+)
+from gateway.model import ProviderKind
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample-config.yaml"
+BUNDLED = ROOT / "gateway" / "default_config.yaml"
+
+GOOD = """\
+product: Acme Cloud
+deployments:
+  - name: primary
+    provider: openai
+    model: gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+    context_window: 128000
+  - name: local
+    provider: local
+    context_window: 1000000
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "support-ask.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# Each case is a whole config; the line the error must name carries the marker `#!`.
+BAD = {
+    "negative context window": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_window: -5   #!
+        """,
+        "deployments[0].context_window",
+        "at least 1",
+    ),
+    "second deployment's window": (
+        """
+        product: X
+        deployments:
+          - {name: a, provider: local, context_window: 10}
+          - name: b
+            provider: local
+            context_window: 0   #!
+        """,
+        "deployments[1].context_window",
+        "at least 1",
+    ),
+    "bool is not an int": (
+        """
+        product: X
+        max_output_tokens: true   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "max_output_tokens",
+        "whole number",
+    ),
+    "quoted number": (
+        """
+        product: X
+        policy:
+          budget: "30"   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.budget",
+        "remove the quotes",
+    ),
+    "float for an int": (
+        """
+        product: X
+        policy:
+          retries: 1.5   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.retries",
+        "whole number",
+    ),
+    "negative budget": (
+        """
+        product: X
+        policy:
+          budget: -1   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.budget",
+        "greater than 0",
+    ),
+    "zero timeout": (
+        """
+        product: X
+        policy:
+          timeout: 0   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.timeout",
+        "greater than 0",
+    ),
+    "infinite budget": (
+        """
+        product: X
+        policy:
+          budget: .inf   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.budget",
+        "finite",
+    ),
+    "negative retries": (
+        """
+        product: X
+        policy:
+          retries: -1   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.retries",
+        "at least 0",
+    ),
+    "backoff cap below base": (
+        """
+        product: X
+        policy:
+          backoff_base: 4
+          backoff_max: 2   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.backoff_max",
+        "less than backoff_base",
+    ),
+    "override makes cap below base": (
+        """
+        product: X
+        policy:
+          backoff_max: 2
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            policy:
+              backoff_base: 3   #!
+        """,
+        "deployments[0].policy.backoff_base",
+        "less than backoff_base",
+    ),
+    "max_output_tokens zero": (
+        """
+        product: X
+        max_output_tokens: 0   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "max_output_tokens",
+        "at least 1",
+    ),
+    "typo at the top": (
+        """
+        product: X
+        deployment:   #!
+          - {name: a, provider: local, context_window: 10}
+        """,
+        "deployment",
+        "did you mean 'deployments'?",
+    ),
+    "typo in policy": (
+        """
+        product: X
+        policy:
+          backof_max: 3   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.backof_max",
+        "did you mean 'backoff_max'?",
+    ),
+    "typo in a deployment": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_windw: 10   #!
+        """,
+        "deployments[0].context_windw",
+        "did you mean 'context_window'?",
+    ),
+    "flat policy override": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            retries: 0   #!
+        """,
+        "deployments[0].retries",
+        "policy: {retries: ...}",
+    ),
+    "typo in log": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        log:
+          include_txt: true   #!
+        """,
+        "log.include_txt",
+        "did you mean 'include_text'?",
+    ),
+    "log flag not a bool": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        log:
+          enabled: 1   #!
+        """,
+        "log.enabled",
+        "true or false",
+    ),
+    "state typo": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        state:
+          file: x.json   #!
+        """,
+        "state.file",
+        "valid keys: path",
+    ),
+    "empty deployment list": (
+        """
+        product: X
+        deployments: []   #!
+        """,
+        "deployments",
+        "empty",
+    ),
+    "deployments not a list": (
+        """
+        product: X
+        deployments:   #!
+          name: a
+        """,
+        "deployments",
+        "expected a list",
+    ),
+    "missing deployments": (
+        """
+        product: X   #!
+        """,
+        "deployments",
+        "required",
+    ),
+    "missing product": (
+        """
+        deployments: [{name: a, provider: local, context_window: 10}]   #!
+        """,
+        "product",
+        "required",
+    ),
+    "duplicate names": (
+        """
+        product: X
+        deployments:
+          - {name: a, provider: local, context_window: 10}
+          - {name: a, provider: local, context_window: 20}   #!
+        """,
+        "deployments[1].name",
+        "already the name of deployments[0]",
+    ),
+    "long_context reuses a name": (
+        """
+        product: X
+        deployments:
+          - {name: a, provider: local, context_window: 10}
+        long_context:
+          name: a   #!
+          provider: local
+          context_window: 20
+        """,
+        "long_context.name",
+        "already the name of deployments[0]",
+    ),
+    "a name unusable on the command line": (
+        """
+        product: X
+        deployments:
+          - {name: "a=b", provider: local, context_window: 10}   #!
+        """,
+        "deployments[0].name",
+        "letters, digits",
+    ),
+    "unknown provider": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: opnai   #!
+            model: m
+            context_window: 10
+        """,
+        "deployments[0].provider",
+        "(did you mean 'openai'?); valid: openai, azure, anthropic, gemini, local",
+    ),
+    "hosted provider without a model": (
+        """
+        product: X
+        deployments:
+          - name: a   #!
+            provider: anthropic
+            api_key_env: ANTHROPIC_API_KEY
+            context_window: 10
+        """,
+        "deployments[0].model",
+        "need a model",
+    ),
+    "hosted provider without a key variable": (
+        """
+        product: X
+        deployments:
+          - name: a   #!
+            provider: gemini
+            model: gemini-2.5-flash
+            context_window: 10
+        """,
+        "deployments[0].api_key_env",
+        "environment variable",
+    ),
+    "azure without base_url": (
+        """
+        product: X
+        deployments:
+          - name: a   #!
+            provider: azure
+            model: my-deployment
+            api_key_env: AZURE_OPENAI_API_KEY
+            api_version: 2024-10-21
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "azure needs the resource endpoint",
+    ),
+    "azure without api_version": (
+        """
+        product: X
+        deployments:
+          - name: a   #!
+            provider: azure
+            model: my-deployment
+            api_key_env: AZURE_OPENAI_API_KEY
+            base_url: https://r.openai.azure.com
+            context_window: 10
+        """,
+        "deployments[0].api_version",
+        "azure needs the API version",
+    ),
+    "api_version on a non-azure deployment": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            api_key_env: OPENAI_API_KEY
+            api_version: 2024-10-21   #!
+            context_window: 10
+        """,
+        "deployments[0].api_version",
+        "only azure",
+    ),
+    "a key for the local provider": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            api_key_env: OPENAI_API_KEY   #!
+            context_window: 10
+        """,
+        "deployments[0].api_key_env",
+        "needs no key",
+    ),
+    "env var name with a dash": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            api_key_env: OPENAI-KEY   #!
+            context_window: 10
+        """,
+        "deployments[0].api_key_env",
+        "not an environment variable name",
+    ),
+    "base_url without a scheme": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: api.example.com/v1   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "http:// or https://",
+    ),
+    "headers not a mapping": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            api_key_env: OPENAI_API_KEY
+            context_window: 10
+            headers: [X-Team]   #!
+        """,
+        "deployments[0].headers",
+        "mapping",
+    ),
+    "a credential in a header": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            api_key_env: OPENAI_API_KEY
+            context_window: 10
+            headers:
+              Authorization: Bearer abc   #!
+        """,
+        "deployments[0].headers.Authorization",
+        "credentials never go in the config",
+    ),
+    "fallback rate above one": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        max_fallback_rate: 20   #!
+        """,
+        "max_fallback_rate",
+        "between 0 and 1",
+    ),
+    "a key given twice": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        product: Y   #!
+        """,
+        "product",
+        "given twice (first on line 2)",
+    ),
+    "missing prompt file": (
+        """
+        product: X
+        prompt: prompts/mine.md   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "prompt",
+        "relative to the config file's folder",
+    ),
+    "long_context not a mapping": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        long_context: gemini   #!
+        """,
+        "long_context",
+        "expected a mapping",
+    ),
+}
+
+
+@pytest.mark.parametrize(("snippet", "key", "fragment"), BAD.values(), ids=BAD.keys())
+def test_each_config_error_names_the_file_line_and_key(
+    tmp_path: Path, snippet: str, key: str, fragment: str
+) -> None:
+    path = write(tmp_path, snippet)
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "#!" in text)
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+
+    error = caught.value
+    assert (error.file, error.line, error.key) == (str(path), line, key)
+    assert fragment in error.message
+    assert str(error).startswith(f"{path}:{line}: {key}: ")
+
+
+# Errors with no key: the file as a whole is wrong.
+WHOLE_FILE = {
+    "empty file": ("", 1, "empty"),
+    "only comments": ("# nothing yet\n", 1, "empty"),
+    "top level is a list": ("- product: X\n", 1, "top level must be a mapping"),
+    "top level is text": ("support-ask\n", 1, "top level must be a mapping"),
+    "unclosed flow": ("product: X\ndeployments: [\n  {name: a}\n", 4, "invalid YAML"),
+    "bad indentation": ("product: X\n  deployments: []\n", 2, "invalid YAML"),
+    "tab indentation": ("product: X\ndeployments:\n\t- a\n", 3, "invalid YAML"),
+    "two documents": ("product: X\n---\nproduct: Y\n", 2, "invalid YAML"),
+}
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), WHOLE_FILE.values(), ids=WHOLE_FILE.keys())
+def test_a_broken_file_is_an_error_with_its_line(
+    tmp_path: Path, text: str, line: int, fragment: str
+) -> None:
+    path = tmp_path / "support-ask.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert (caught.value.file, caught.value.line) == (str(path), line)
+    assert fragment in caught.value.message
+
+
+def test_a_missing_file_says_so_and_how_to_fix_it(tmp_path: Path) -> None:
+    path = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.file == str(path)
+    assert "no such config file" in caught.value.message
+    assert "fix:" in caught.value.message
+
+
+def test_a_directory_or_non_utf8_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path)
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"product: X\nproduct2: caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8") as caught:
+        load_config(path)
+    assert caught.value.line == 2
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    path.chmod(0)
+    with pytest.raises(ConfigError, match="permission denied"):
+        load_config(path)
+
+
+# -- secrets never echoed ------------------------------------------------------------------
+
+FAKE_KEY = "sk-proj-Zq8v3KxT1mN4bR7wY2cF9hJ6"
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        (f"api_key_env: {FAKE_KEY}", FAKE_KEY),
+        (
+            "api_key_env: AIzaSyD4kz9Qx7Lm2Np5Rt8Vw1Yb3Cd6Ef9Gh0J",
+            "AIzaSyD4kz9Qx7Lm2Np5Rt8Vw1Yb3Cd6Ef9",
+        ),
+        (
+            "api_key_env: 9f8e7d6c5b4a39281706f5e4d3c2b1a0Aa99",
+            "9f8e7d6c5b4a39281706f5e4d3c2b1a0Aa99",
+        ),
+        ("api_key_env: my-key-9f8e7d", "my-key-9f8e7d"),
+        (f"api_key: {FAKE_KEY}", FAKE_KEY),
+        (f"{FAKE_KEY}: x", FAKE_KEY),
+        (f"max_output_tokens: {FAKE_KEY}", FAKE_KEY),
+        (f"headers: {{Authorization: Bearer {FAKE_KEY}}}", FAKE_KEY),
+        (f"headers: {{X-Team: [{FAKE_KEY}]}}", FAKE_KEY),
+    ],
+)
+def test_a_key_pasted_into_the_config_is_an_error_that_never_shows_it(
+    tmp_path: Path, line: str, secret: str
+) -> None:
+    text = GOOD.replace("api_key_env: OPENAI_API_KEY", line)
+    assert secret in text
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert secret not in str(caught.value)
+    assert caught.value.key is not None and caught.value.key.startswith("deployments[0]")
+    assert caught.value.line == 6
+
+
+# -- what a good config becomes ------------------------------------------------------------
+
+
+def test_per_deployment_policy_merges_field_by_field_over_the_top_level(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        product: Acme
+        policy:
+          retries: 3
+          timeout: 10
+        deployments:
+          - name: fast
+            provider: local
+            context_window: 10
+            policy: {retries: 0, cooldown: 5}
+          - name: plain
+            provider: local
+            context_window: 10
+        long_context:
+          name: big
+          provider: local
+          context_window: 100
+          policy:
+            budget: 90
+        """,
+    )
+    config = load_config(path)
+    top = Policy(retries=3, timeout=10)
+    assert config.policy == top
+    fast, plain = config.deployments
+    assert fast.policy == Policy(retries=0, cooldown=5, timeout=10)
+    assert plain.policy == top
+    assert config.long_context is not None
+    assert config.long_context.policy == Policy(retries=3, timeout=10, budget=90)
+
+
+def test_defaults_fill_in_what_the_file_leaves_out(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert config.policy == Policy(
+        retries=2, backoff_base=1.0, backoff_max=8.0, cooldown=60, budget=30, timeout=20
+    )
+    assert config.max_output_tokens == 400
+    assert config.long_context is None
+    assert config.state_path is None and config.prompt is None
+    assert config.max_fallback_rate is None
+    assert config.source == str(tmp_path / "support-ask.yaml")
+    assert [d.name for d in config.all_deployments()] == ["primary", "local"]
+
+
+def test_paths_are_relative_to_the_config_files_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    folder = tmp_path / "conf"
+    (folder / "prompts").mkdir(parents=True)
+    (folder / "prompts" / "mine.md").write_text("Be brief.")
+    write(
+        folder,
+        GOOD
+        + "prompt: prompts/mine.md\nstate:\n  path: ~/state/c.json\n"
+        + "log:\n  path: logs/a.jsonl\n  include_text: true\n  max_bytes: 1_000\n",
+    )
+    monkeypatch.chdir(tmp_path)  # somewhere else: the config's folder still anchors its paths
+    config = load_config(Path("conf/support-ask.yaml"))
+    assert config.prompt == folder / "prompts" / "mine.md"
+    assert config.state_path == home / "state" / "c.json"
+    assert config.log.path == folder / "logs" / "a.jsonl"
+    assert config.log.include_text is True and config.log.max_bytes == 1000
+
+
+def test_text_fields_keep_what_was_typed(tmp_path: Path) -> None:
+    # Unquoted, YAML would read these as a date and a number; the user meant the text.
+    path = write(
+        tmp_path,
+        """
+        product: 2024
+        deployments:
+          - name: az
+            provider: azure
+            model: 4.1
+            api_key_env: AZURE_OPENAI_API_KEY
+            base_url: https://r.openai.azure.com/
+            api_version: 2024-10-21
+            context_window: 128_000
+            headers: {X-Team: 7}
+        """,
+    )
+    (d,) = load_config(path).deployments
+    assert load_config(path).product == "2024"
+    assert (d.model, d.api_version, d.context_window) == ("4.1", "2024-10-21", 128000)
+    assert d.base_url == "https://r.openai.azure.com"
+    assert d.headers == (("X-Team", "7"),)
+    assert d.provider is ProviderKind.AZURE
+
+
+def test_an_openai_compatible_server_of_ones_own_needs_no_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        product: X
+        deployments:
+          - {name: ollama, provider: openai, model: llama3, base_url: "http://127.0.0.1:11434/v1",
+             context_window: 8192}
+        """,
+    )
+    (d,) = load_config(path).deployments
+    assert d.api_key_env is None and d.base_url == "http://127.0.0.1:11434/v1"
+
+
+def test_yaml_anchors_and_merge_keys_share_settings(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        product: X
+        deployments:
+          - &openai {name: a, provider: openai, model: m, api_key_env: K, context_window: 10}
+          - <<: *openai
+            name: b
+        """,
+    )
+    _, b = load_config(path).deployments
+    assert (b.name, b.model, b.api_key_env) == ("b", "m", "K")
+
+
+# -- the sample and the bundled default ----------------------------------------------------
+
+
+def test_the_bundled_default_is_the_sample_byte_for_byte() -> None:
+    assert BUNDLED.read_bytes() == SAMPLE.read_bytes()
+
+
+def test_the_sample_and_the_bundled_default_load_alike() -> None:
+    sample = load_config(SAMPLE)
+    bundled = load_default_config()
+    assert bundled.source == "<bundled default>"
+    assert sample.source == str(SAMPLE)
+    assert bundled == Config(**{**vars(sample), "source": "<bundled default>"})
+    assert [
+        (d.name, d.provider, d.model, d.api_key_env, d.context_window) for d in bundled.deployments
+    ] == [
+        ("primary", ProviderKind.OPENAI, "gpt-4o-mini", "OPENAI_API_KEY", 128000),
+        ("fallback", ProviderKind.ANTHROPIC, "claude-haiku-4-5", "ANTHROPIC_API_KEY", 200000),
+        ("local", ProviderKind.LOCAL, None, None, 1000000),
+    ]
+    long = bundled.long_context
+    assert long is not None
+    assert (long.name, long.provider, long.model, long.api_key_env, long.context_window) == (
+        "long",
+        ProviderKind.GEMINI,
+        "gemini-2.5-pro",
+        "GEMINI_API_KEY",
+        1000000,
+    )
+
+
+def test_the_sample_shows_every_key() -> None:
+    text = SAMPLE.read_text()
+    for key in (
+        "product:", "prompt:", "max_output_tokens:", "policy:", "retries:", "backoff_base:",
+        "backoff_max:", "cooldown:", "budget:", "timeout:", "deployments:", "long_context:",
+        "state:", "path:", "log:", "enabled:", "include_text:", "max_bytes:",
+        "max_fallback_rate:", "name:", "provider:", "model:", "api_key_env:", "base_url:",
+        "api_version:", "context_window:", "headers:",
+    ):  # fmt: skip
+        assert re.search(rf"^\s*(#\s*)?(- )?{key}", text, re.M), key
+
+
+def test_the_samples_commented_examples_are_valid_when_uncommented(tmp_path: Path) -> None:
+    # Uncomment every YAML line inside the deployment list (prose comments stay comments).
+    out, inside = [], False
+    for line in SAMPLE.read_text().splitlines():
+        if line.startswith(("deployments:", "long_context:")):
+            inside = line.startswith("deployments:")
+        match = re.match(r"^(\s*)# (\s*(- )?[A-Za-z_-]+:.*)$", line)
+        out.append(f"{match[1]}{match[2]}" if inside and match else line)
+    path = tmp_path / "uncommented.yaml"
+    path.write_text("\n".join(out) + "\n")
+    config = load_config(path)
+    primary, _, azure, _ = config.deployments
+    assert primary.headers == (("X-Team", "support"),)
+    assert (primary.policy.retries, primary.policy.timeout) == (1, 10)
+    assert primary.policy.budget == config.policy.budget
+    assert (azure.provider, azure.api_version) == (ProviderKind.AZURE, "2024-10-21")
+
+
+# -- where the config and the state live ---------------------------------------------------
+
+
+@pytest.fixture
+def user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """platformdirs' user dirs, moved under tmp_path (XDG on Linux)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    return tmp_path
+
+
+def test_find_config_order_flag_env_cwd_user_dir(user_dirs: Path) -> None:
+    cwd = user_dirs / "work"
+    cwd.mkdir()
+    user = user_dirs / "xdg-config" / "support-ask" / "config.yaml"
+    by_flag, by_env, local = (write(user_dirs, GOOD, n) for n in ("f.yaml", "e.yaml", "l.yaml"))
+
+    assert find_config(None, {}, cwd) is None
+    user.parent.mkdir(parents=True)
+    user.write_text(GOOD)
+    assert find_config(None, {}, cwd) == user
+    (cwd / "support-ask.yaml").write_text(GOOD)
+    assert find_config(None, {}, cwd) == cwd / "support-ask.yaml"
+    env = {"SUPPORT_ASK_CONFIG": str(by_env)}
+    assert find_config(None, env, cwd) == by_env
+    assert find_config(by_flag, env, cwd) == by_flag
+    assert (
+        find_config(Path("../l.yaml"), env, cwd)
+        == cwd / "../l.yaml"
+        == local.parent / "work/../l.yaml"
+    )
+    assert find_config(None, {"SUPPORT_ASK_CONFIG": ""}, cwd) == cwd / "support-ask.yaml"
+
+
+@pytest.mark.parametrize("via", ["flag", "env"])
+def test_a_named_config_that_is_missing_is_an_error_not_a_fallthrough(
+    user_dirs: Path, via: str
+) -> None:
+    (user_dirs / "support-ask.yaml").write_text(GOOD)  # would be found without the name
+    missing = user_dirs / "typo.yaml"
+    flag = missing if via == "flag" else None
+    env = {"SUPPORT_ASK_CONFIG": str(missing)} if via == "env" else {}
+    with pytest.raises(ConfigError) as caught:
+        find_config(flag, env, user_dirs)
+    assert caught.value.file == str(missing)
+    assert ("--config" if via == "flag" else "$SUPPORT_ASK_CONFIG") in caught.value.message
+
+
+def test_state_path_order_flag_env_config_user_dir(user_dirs: Path) -> None:
+    plain = load_config_text(GOOD, "t.yaml")
+    configured = load_config_text(GOOD + "state: {path: /srv/c.json}\n", "t.yaml")
+    env = {"SUPPORT_ASK_STATE": "/env/c.json"}
+
+    default = user_dirs / "xdg-state" / "support-ask" / "cooldowns.json"
+    assert resolve_state_path(None, {}, plain) == default
+    assert resolve_state_path(None, {}, configured) == Path("/srv/c.json")
+    assert resolve_state_path(None, env, configured) == Path("/env/c.json")
+    assert resolve_state_path(Path("/flag/c.json"), env, configured) == Path("/flag/c.json")
