@@ -1,0 +1,112 @@
+"""`bench/run [--smoke] [--markdown] [NAME ...]`: run the benchmarks, print the table.
+
+Exit status: 0 when every benchmark ran (a missed target is a finding, not a failure:
+benchmarks are not tests), 1 when a benchmark itself crashed, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.context import FULL, SMOKE, Context
+from bench.stats import Row, Verdict
+from bench.table import render
+
+# name -> (module, what it measures). Each module has `run(ctx) -> list[Row]`.
+BENCHMARKS = {
+    "startup": ("bench.startup", "1 start-up: --version, --help vs python / import httpx"),
+    "question": ("bench.question", "2+6 one answered question, fresh process: time and peak RSS"),
+    "inproc": ("bench.inproc", "3 in-process: engine + adapter vs raw kept-alive httpx"),
+    "state": ("bench.state", "4 state file: 16 processes contending, single-process cost"),
+    "content": ("bench.content", "5 token counting and article loading, 1 MB and 10 MB"),
+}
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs ({cpu}); "
+        f"Python {platform.python_version()} ({sys.executable}); {platform.platform()}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny iteration counts (CI)")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON to this file")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(BENCHMARKS))
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    names = args.names or list(BENCHMARKS)
+
+    print(f"# {'smoke run' if args.smoke else 'benchmarks'}: {machine()}", flush=True)
+    rows: list[Row] = []
+    crashed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="support-ask-bench-") as scratch:
+        ctx = Context(smoke=args.smoke, sizes=SMOKE if args.smoke else FULL, scratch=Path(scratch))
+        for name in names:
+            module, what = BENCHMARKS[name]
+            print(f"# {what} ...", file=sys.stderr, flush=True)
+            started = time.perf_counter()
+            try:
+                rows += importlib.import_module(module).run(ctx)
+            except Exception:
+                crashed.append(name)
+                traceback.print_exc()
+                print(f"# {name}: CRASHED (above)", file=sys.stderr, flush=True)
+            else:
+                took = time.perf_counter() - started
+                print(f"#   {name} took {took:.1f} s", file=sys.stderr, flush=True)
+
+    print(render(rows, markdown=args.markdown))
+    misses = [r for r in rows if r.verdict is Verdict.MISS]
+    print(
+        f"\n{len(rows)} figures; {sum(r.verdict is Verdict.PASS for r in rows)} PASS, "
+        f"{len(misses)} MISS" + (f"; CRASHED: {', '.join(crashed)}" if crashed else "")
+    )
+    if args.json:
+        args.json.write_text(json.dumps([_row_json(r) for r in rows], indent=1) + "\n")
+    return 1 if crashed else 0
+
+
+def _row_json(row: Row) -> dict[str, object]:
+    def summary(s: object) -> object:
+        return None if s is None else s.__dict__
+
+    return {
+        "group": row.group,
+        "name": row.name,
+        "unit": str(row.unit),
+        "candidate": summary(row.cand),
+        "baseline": row.base_name or None,
+        "baseline_summary": summary(row.base),
+        "ratio": None if row.ratio != row.ratio else row.ratio,
+        "value": row.value,
+        "target": None if row.target is None else row.target.text,
+        "verdict": str(row.verdict),
+        "note": row.note,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""What every benchmark is given: the mode's sizes, a scratch folder, the commands to run."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Iteration counts. The smoke sizes only prove each benchmark still runs."""
+
+    proc_rounds: int  # fresh-process runs per candidate
+    proc_warmup: int
+    inproc_iterations: int  # requests per candidate, in-process
+    engine_iterations: int  # engine-alone questions per candidate
+    state_procs: int
+    state_updates: int  # per process
+    state_single: int  # single-process read+update rounds
+    article_sizes: tuple[int, ...]  # bytes of generated articles
+    article_reps: int
+
+
+FULL = Sizes(
+    proc_rounds=25,
+    proc_warmup=2,
+    inproc_iterations=4000,
+    engine_iterations=20000,
+    state_procs=16,
+    state_updates=200,
+    state_single=1000,
+    article_sizes=(1_000_000, 10_000_000),
+    article_reps=5,
+)
+
+SMOKE = Sizes(
+    proc_rounds=2,
+    proc_warmup=1,
+    inproc_iterations=30,
+    engine_iterations=100,
+    state_procs=4,
+    state_updates=10,
+    state_single=20,
+    article_sizes=(100_000,),
+    article_reps=1,
+)
+
+
+def support_ask_argv() -> list[str]:
+    """The installed console script beside this interpreter (what users run), else
+    `python -m cli` from the source tree."""
+    script = Path(sys.executable).parent / "support-ask"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("support-ask")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "cli"]
+
+
+@dataclass(frozen=True)
+class Context:
+    smoke: bool
+    sizes: Sizes
+    scratch: Path  # a private temporary folder, removed after the run
+    python: str = sys.executable
+
+    @property
+    def support_ask(self) -> list[str]:
+        return support_ask_argv()
+
+    def folder(self, name: str) -> Path:
+        path = self.scratch / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path

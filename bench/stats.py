@@ -1,0 +1,141 @@
+"""Summaries of timing samples, and the rows of the results table.
+
+A row compares a candidate with a baseline measured in the same run. Its target is data
+(a limit on a ratio, on added time or on an absolute figure), so judging a row is one
+function rather than an `if` per benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100), linearly interpolated between the closest ranks."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Median and spread of one series of samples (all in the same unit)."""
+
+    n: int
+    median: float
+    p10: float
+    p90: float
+    p99: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Summary:
+        return cls(
+            n=len(values),
+            median=percentile(values, 50),
+            p10=percentile(values, 10),
+            p90=percentile(values, 90),
+            p99=percentile(values, 99),
+        )
+
+
+class Unit(StrEnum):
+    SECONDS = "s"
+    MILLIS = "ms"
+    MICROS = "us"
+    MIB = "MiB"
+    COUNT = ""
+
+
+# How many of the stored unit (seconds, bytes or a count) make one displayed unit.
+_SCALE = {
+    Unit.SECONDS: 1.0,
+    Unit.MILLIS: 1e-3,
+    Unit.MICROS: 1e-6,
+    Unit.MIB: 1024 * 1024,
+    Unit.COUNT: 1.0,
+}
+
+
+def show(value: float, unit: Unit) -> str:
+    if math.isnan(value):
+        return "-"
+    scaled = value / _SCALE[unit]
+    digits = 0 if abs(scaled) >= 100 else 1 if abs(scaled) >= 10 else 2
+    text = f"{scaled:.{digits}f}"
+    return f"{text} {unit}" if unit is not Unit.COUNT else text
+
+
+class Measure(StrEnum):
+    """Which figure of a row its target limits."""
+
+    RATIO = "ratio"  # candidate median / baseline median
+    ADDED_MEDIAN = "added median"  # candidate median - baseline median
+    ADDED_P99 = "added p99"  # candidate p99 - baseline p99
+    MEDIAN = "median"  # the candidate's own median
+    TOTAL = "total"  # a single figure (e.g. lost updates), in `Row.value`
+
+
+@dataclass(frozen=True)
+class Target:
+    measure: Measure
+    limit: float  # the figure must be <= limit (TOTAL) or below it, see `Row.verdict`
+    text: str  # how the table states it, e.g. "<= 1.3x httpx"
+    strict: bool = False  # `<` rather than `<=`
+
+
+class Verdict(StrEnum):
+    PASS = "PASS"
+    MISS = "MISS"
+    INFO = "info"  # no target: a figure to track
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the results table."""
+
+    group: str  # the benchmark: "1 start-up", ...
+    name: str  # the candidate
+    unit: Unit
+    cand: Summary | None = None
+    base: Summary | None = None
+    base_name: str = ""
+    target: Target | None = None
+    value: float | None = None  # for Measure.TOTAL rows: the one figure
+    note: str = ""
+
+    def figure(self, measure: Measure) -> float:
+        cand, base = self.cand, self.base
+        if measure is Measure.TOTAL:
+            return math.nan if self.value is None else self.value
+        if cand is None:
+            return math.nan
+        if measure is Measure.MEDIAN:
+            return cand.median
+        if base is None:
+            return math.nan
+        if measure is Measure.RATIO:
+            return cand.median / base.median if base.median > 0 else math.nan
+        if measure is Measure.ADDED_MEDIAN:
+            return cand.median - base.median
+        return cand.p99 - base.p99
+
+    @property
+    def ratio(self) -> float:
+        return self.figure(Measure.RATIO)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.target is None:
+            return Verdict.INFO
+        got = self.figure(self.target.measure)
+        if math.isnan(got):
+            return Verdict.MISS
+        ok = got < self.target.limit if self.target.strict else got <= self.target.limit
+        return Verdict.PASS if ok else Verdict.MISS
