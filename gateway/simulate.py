@@ -300,6 +300,7 @@ class _Call:
     """What a fake server knows about the request it is answering."""
 
     request: httpx.Request
+    body: Json
     deployment: Deployment
     number: int  # this deployment's call count, from 1
     question: str
@@ -476,6 +477,7 @@ class _OpenAIWire:
     """OpenAI Chat Completions (reference §2)."""
 
     path_end = "/chat/completions"
+    required: tuple[str, ...] = ("model", "messages")
 
     # status -> (type, code, message); anything else gets a generic envelope
     errors: Mapping[int, tuple[str | None, str | None, str]] = {
@@ -539,8 +541,6 @@ class _OpenAIWire:
                     param=field,
                 )
         return None
-
-    required: tuple[str, ...] = ("model", "messages")
 
     def question(self, body: Json) -> str:
         return _last_user(body.get("messages"))
@@ -616,14 +616,14 @@ class _OpenAIWire:
         head = [_sse(self._chunk(call, {"role": "assistant", "content": "", "refusal": None}))]
         deltas = [_sse(self._chunk(call, {field: piece})) for piece in pieces]
         tail = [_sse(self._chunk(call, {}, finish))]
-        if self.include_usage:
+        # The usage chunk comes only when asked for, as from the real API (reference §2.1).
+        options = call.body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage") is True:
             usage = self._base(call, "chat.completion.chunk")
             usage.update(choices=[], usage=self._usage(call, len(pieces)))
             tail.append(_sse(usage))
         tail.append(_sse("[DONE]"))
         return _Stream(head, deltas, tail)
-
-    include_usage = True  # adapters that ask for usage get it; extra chunks are harmless
 
     # --- errors
 
@@ -1430,6 +1430,7 @@ class SimulatedTransport(httpx.BaseTransport):
         assert isinstance(body, dict)  # reject() answered anything else
         call = _Call(
             request=request,
+            body=body,
             deployment=deployment,
             number=number,
             question=wire.question(body),

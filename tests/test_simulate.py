@@ -395,6 +395,17 @@ def test_openai_stream_ends_with_a_finish_reason_then_usage_then_done() -> None:
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0
 
 
+def test_openai_usage_chunk_comes_only_when_asked_for() -> None:
+    sim = make_sim()
+    request = sim.request(OPENAI, stream=True)
+    body = json.loads(request.content)
+    del body["stream_options"]
+    plain = sim.client.post(str(request.url), json=body)
+    chunks = [json.loads(d) for _, d in sse_frames(plain.text, OPENAI) if d != "[DONE]"]
+    assert all(c["choices"] for c in chunks)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
 def test_azure_stream_starts_with_an_empty_choices_chunk() -> None:
     frames = sse_frames(make_sim().send(AZURE, stream=True).text, AZURE)
     first = json.loads(frames[0][1])
