@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.context import FULL, SMOKE, Context
@@ -42,7 +42,7 @@ def machine() -> str:
     except OSError:
         pass
     return (
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs ({cpu}); "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs ({cpu}); "
         f"Python {platform.python_version()} ({sys.executable}); {platform.platform()}"
     )
 

@@ -23,21 +23,18 @@ TARGET = Target(Measure.RATIO, 1.3, "<= 1.30x httpx script")
 KEY_ENV = "BENCH_OPENAI_API_KEY"
 QUESTION = "How do I reset my password?"
 
-HTTPX_SCRIPT = (
-    """\
+HTTPX_SCRIPT = """\
 import os, sys
 import httpx
 
-url, body_file = sys.argv[1], sys.argv[2]
+url, body_file, key_env = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(body_file, "rb") as f:
     body = f.read()
-headers = {"Authorization": "Bearer " + os.environ["%s"], "Content-Type": "application/json"}
+headers = {"Authorization": "Bearer " + os.environ[key_env], "Content-Type": "application/json"}
 reply = httpx.post(url, content=body, headers=headers, timeout=20)
 reply.raise_for_status()
 sys.stdout.write(reply.json()["choices"][0]["message"]["content"] + "\\n")
 """
-    % KEY_ENV
-)
 
 ARTICLES = {
     "reset-password.md": "# Reset your password\n\nOpen Settings, then Security, and choose "
@@ -110,7 +107,9 @@ def run(ctx: Context) -> list[Row]:
         script.write_text(HTTPX_SCRIPT)
         url = f"{server.base_url}/chat/completions"
         httpx = Command(
-            "httpx script", [ctx.python, str(script), url, str(body)], expect_stdout=expected
+            "httpx script",
+            [ctx.python, str(script), url, str(body), KEY_ENV],
+            expect_stdout=expected,
         )
         runs = interleave(
             [ask, httpx],
