@@ -330,15 +330,17 @@ class FileStore:
         if known_bad is None:
             # The lockless look first: most changes (clearing a deployment that is not
             # cooling down, re-cooling one already cooling longer) change nothing.
+            seen: _State | None
             try:
-                state = self._read()
+                seen = self._read()
             except FileNotFoundError:
-                pass
+                seen = _EMPTY
             except _BadFile:
-                pass  # recovered under the lock below
-            else:
-                if change(state) is None:
-                    return state
+                seen = None  # recovered under the lock below
+            if seen is not None:
+                if change(seen) is None:
+                    return seen
+                state = seen
         try:
             with self._locked():
                 state = self._read_locked()
