@@ -1137,8 +1137,9 @@ class _GeminiWire:
 
     def _method(self, request: httpx.Request, deployment: Deployment) -> str | None:
         path = request.url.path
+        model = (deployment.model or "").removeprefix("models/")
         for method in ("generateContent", "streamGenerateContent"):
-            if path.endswith(f"/models/{deployment.model}:{method}"):
+            if path.endswith(f"/models/{model}:{method}"):
                 return method
         return None
 

@@ -15,7 +15,9 @@ import pytest
 
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
-from gateway.model import ProviderKind
+from gateway.model import ErrorKind, ProviderError, ProviderKind, Request
+from gateway.seams import Provider
+from gateway.secret import Secret
 from gateway.simulate import (
     AZURE_API_VERSION,
     GRAMMAR,
@@ -832,6 +834,14 @@ MISTAKES = [
 ]
 
 
+def test_gemini_model_may_be_named_with_its_models_prefix() -> None:
+    prefixed = Deployment("g", ProviderKind.GEMINI, 1_000_000, model="models/gemini-2.5-flash")
+    transport = SimulatedTransport([prefixed], clock=VirtualClock())
+    client = httpx.Client(transport=transport)
+    url = f"{simulated_deployment(prefixed).base_url}/models/gemini-2.5-flash:generateContent"
+    assert client.post(url, json={"contents": [{"role": "user", "parts": []}]}).status_code == 200
+
+
 @pytest.mark.parametrize(("d", "path", "body", "status", "says"), MISTAKES)
 def test_a_malformed_request_gets_the_real_servers_answer(
     d: Deployment, path: str, body: dict[str, object], status: int, says: str
@@ -883,3 +893,80 @@ def test_every_simulated_error_classifies_as_the_user_would_expect(
 @pytest.mark.parametrize("d", (OPENAI, ANTHROPIC, GEMINI), ids=lambda d: d.provider.value)
 def test_simulated_quota_classifies_as_quota(d: Deployment) -> None:
     assert str(_classified(d, "quota").kind) == "quota"  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- through the adapters
+
+ADAPTER_MODULES = {
+    ProviderKind.OPENAI: "gateway.providers.openai",
+    ProviderKind.AZURE: "gateway.providers.azure",
+    ProviderKind.ANTHROPIC: "gateway.providers.anthropic",
+    ProviderKind.GEMINI: "gateway.providers.gemini",
+}
+ASK = Request(system="You are a support assistant.", question=QUESTION, max_output_tokens=400)
+
+
+def adapter(d: Deployment, *specs: str) -> tuple[Provider, SimulatedTransport, VirtualClock]:
+    """The real adapter for `d`, talking to the simulator; skipped until the adapter exists."""
+    pytest.importorskip(ADAPTER_MODULES[d.provider])
+    from gateway.providers import build_provider
+
+    clock = VirtualClock()
+    transport = SimulatedTransport(ALL, parse_faults(specs), clock=clock)
+    provider = build_provider(
+        simulated_deployment(d), Secret("sk-simulated"), transport=transport, clock=clock
+    )
+    return provider, transport, clock
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_adapter_round_trips_an_answer(d: Deployment, stream: bool) -> None:
+    provider, transport, _ = adapter(d)
+    deltas: list[str] = []
+    reply = provider.complete(ASK, timeout=10, on_text=deltas.append if stream else None)
+    assert reply.text == answer_text(d.name, QUESTION)
+    assert not reply.refused
+    assert ("".join(deltas), len(deltas) > 5) == ((reply.text, True) if stream else ("", False))
+    assert transport.calls[d.name] == 1
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_adapter_reads_a_rate_limit_and_its_retry_after(d: Deployment, stream: bool) -> None:
+    provider, _, _ = adapter(d, spec(d, "429x1@3s"))
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ASK, timeout=10, on_text=(lambda _: None) if stream else None)
+    assert caught.value.failure.kind is ErrorKind.RATE_LIMIT
+    assert caught.value.failure.retry_after == 3.0
+    assert provider.complete(ASK, timeout=10).text == answer_text(d.name, QUESTION)
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_adapter_returns_a_refusal_as_a_refused_reply(d: Deployment, stream: bool) -> None:
+    provider, _, _ = adapter(d, spec(d, "refusal"))
+    reply = provider.complete(ASK, timeout=10, on_text=(lambda _: None) if stream else None)
+    assert reply.refused
+    assert reply.text.strip()
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+def test_adapter_reports_a_cut_stream_with_the_text_already_sent(d: Deployment) -> None:
+    provider, _, _ = adapter(d, spec(d, "cut:4"))
+    deltas: list[str] = []
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ASK, timeout=10, on_text=deltas.append)
+    assert len(deltas) == 4
+    assert caught.value.partial == "".join(deltas)
+    assert answer_text(d.name, QUESTION).startswith(caught.value.partial)
+    assert caught.value.failure.kind is ErrorKind.NETWORK
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+def test_adapter_times_out_in_virtual_time(d: Deployment) -> None:
+    provider, _, clock = adapter(d, spec(d, "timeout"))
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ASK, timeout=12)
+    assert caught.value.failure.kind is ErrorKind.TIMEOUT
+    assert clock.monotonic() == 12
