@@ -153,10 +153,11 @@ class MemoryStore:
 class _BadFile(Exception):
     """The state file exists but cannot be used. `movable`: can be set aside and replaced."""
 
-    def __init__(self, reason: str, *, movable: bool = True) -> None:
+    def __init__(self, reason: str, *, movable: bool = True, state: str = "corrupt") -> None:
         super().__init__(reason)
         self.reason = reason
         self.movable = movable
+        self.state = state  # how the warning describes the file
 
 
 def _number(value: object) -> float:
@@ -302,7 +303,7 @@ class FileStore:
         except IsADirectoryError:
             raise _BadFile("it is a directory", movable=False) from None
         except OSError as exc:
-            raise _BadFile(f"cannot be read: {exc.strerror or exc}") from None
+            raise _BadFile(str(exc.strerror or exc), state="unreadable") from None
         return _parse(data)
 
     def _load(self) -> _State:
@@ -370,7 +371,7 @@ class FileStore:
             aside = self.path.with_name(self.path.name + ".corrupt")
             os.replace(self.path, aside)
             self._warn(
-                f"state file {self.path} was corrupt ({bad.reason}); starting fresh — "
+                f"state file {self.path} was {bad.state} ({bad.reason}); starting fresh — "
                 f"the bad copy was kept as {aside}"
             )
             return _EMPTY

@@ -554,8 +554,25 @@ def test_a_directory_or_non_utf8_file_is_an_error(tmp_path: Path) -> None:
     assert caught.value.line == 2
 
 
+def test_an_unreadable_file_is_an_error_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, GOOD)
+
+    def refuse(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    # Root reads any file, so a chmod cannot show this in CI: the refusal is injected.
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.file == str(path)
+    assert "permission denied" in caught.value.message
+    assert f"fix: chmod u+r {path}" in caught.value.message
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_an_unreadable_file_is_an_error(tmp_path: Path) -> None:
+def test_an_unreadable_file_for_real(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD)
     path.chmod(0)
     with pytest.raises(ConfigError, match="permission denied"):

@@ -289,7 +289,7 @@ def test_an_unreadable_file_is_reported_and_replaced(
     monkeypatch.undo()
 
     (warning,) = warnings
-    assert str(path) in warning and "Permission denied" in warning
+    assert str(path) in warning and "unreadable (Permission denied)" in warning
     assert path.with_name("cooldowns.json.corrupt").exists()
     fstore.cool("primary", until=T + 60, kind=ErrorKind.SERVER, now=T)
     assert list(FileStore(path).active(T, {})) == ["primary"]
