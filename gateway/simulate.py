@@ -16,7 +16,8 @@ The fault grammar (`GRAMMAR` below is the user-facing copy):
           | cut:N  (or cutN)     a streamed answer stops after N text deltas, connection dropped
           | refusal              a 200 answer that refuses (the provider's refusal form)
           | blocked              the prompt itself is flagged (Gemini promptFeedback,
-                                 OpenAI 400 invalid_prompt, Azure 400 content_filter)
+                                 OpenAI 400 invalid_prompt, Azure 400 content_filter;
+                                 Anthropic has no such form and refuses instead)
           | overflow             the provider says the input exceeds the context window
           | quota                quota or billing exhausted (not a rate limit)
           | ok                   a normal answer (to schedule failures after some successes)
