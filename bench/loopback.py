@@ -39,8 +39,19 @@ COMPLETION = json.dumps(
 ).encode()
 
 
+RESPONSE = (
+    b"HTTP/1.1 200 OK\r\n"
+    b"Content-Type: application/json\r\n"
+    b"Content-Length: " + str(len(COMPLETION)).encode() + b"\r\n"
+    b"\r\n" + COMPLETION
+)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
+    # Real API servers do not hold small writes back; with Nagle's algorithm on, the
+    # client's delayed ACK would add 40 ms to every kept-alive exchange.
+    disable_nagle_algorithm = True
     server: _Server
 
     def do_POST(self) -> None:
@@ -48,11 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         self.server.last_body = body
         self.server.last_path = self.path
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(COMPLETION)))
-        self.end_headers()
-        self.wfile.write(COMPLETION)
+        self.wfile.write(RESPONSE)  # status, headers and body in one segment
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # a line per request on stderr would cost more than the answer

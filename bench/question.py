@@ -19,7 +19,7 @@ from bench.stats import Measure, Row, Summary, Target, Unit
 
 GROUP = "2 one question"
 RSS_GROUP = "6 peak RSS"
-TARGET = Target(Measure.RATIO, 1.3, "<= 1.30x httpx script")
+TARGET = Target.at_most(Measure.RATIO, 1.3, "<= 1.30x httpx script")
 KEY_ENV = "BENCH_OPENAI_API_KEY"
 QUESTION = "How do I reset my password?"
 

@@ -84,10 +84,14 @@ class Measure(StrEnum):
 
 @dataclass(frozen=True)
 class Target:
-    measure: Measure
-    limit: float  # the figure must be <= limit (TOTAL) or below it, see `Row.verdict`
+    """Limits on a row's figures, all of which must hold (each figure <= its limit)."""
+
     text: str  # how the table states it, e.g. "<= 1.3x httpx"
-    strict: bool = False  # `<` rather than `<=`
+    limits: tuple[tuple[Measure, float], ...]
+
+    @classmethod
+    def at_most(cls, measure: Measure, limit: float, text: str) -> Target:
+        return cls(text, ((measure, limit),))
 
 
 class Verdict(StrEnum):
@@ -134,8 +138,8 @@ class Row:
     def verdict(self) -> Verdict:
         if self.target is None:
             return Verdict.INFO
-        got = self.figure(self.target.measure)
-        if math.isnan(got):
-            return Verdict.MISS
-        ok = got < self.target.limit if self.target.strict else got <= self.target.limit
-        return Verdict.PASS if ok else Verdict.MISS
+        for measure, limit in self.target.limits:
+            got = self.figure(measure)
+            if math.isnan(got) or got > limit:
+                return Verdict.MISS
+        return Verdict.PASS

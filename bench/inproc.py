@@ -1,0 +1,276 @@
+"""3. In-process cost per request, each candidate interleaved with its baseline.
+
+- The engine with the real OpenAI adapter, against a loopback server in another process
+  (so the server's Python does not share the measured interpreter's GIL), compared with a
+  raw kept-alive `httpx.Client.post` of the same bytes to the same server. Two wirings:
+  the CLI's (the provider factory builds a fresh adapter, hence a fresh client and
+  connection, for every question) and one that keeps each deployment's adapter.
+- The engine alone, with an in-memory provider, against calling that provider directly
+  (issue 2's target), with the memory store and with the real file store.
+- The adapter's request build and reply parse alone: the adapter over an
+  `httpx.MockTransport` against a raw client over the same transport (issue 3's target).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.context import Context
+from bench.loopback import ANSWER, COMPLETION, Loopback
+from bench.question import ARTICLES
+from bench.stats import Measure, Row, Summary, Target, Unit
+
+GROUP = "3 in-process"
+KEY_ENV = "BENCH_OPENAI_API_KEY"
+KEY = "sk-bench-not-a-real-key"
+ADDED = Target(
+    "<= 100 us median, <= 1 ms p99 added",
+    ((Measure.ADDED_MEDIAN, 100e-6), (Measure.ADDED_P99, 1e-3)),
+)
+ENGINE_ADDED = Target.at_most(Measure.ADDED_MEDIAN, 100e-6, "<= 100 us median added")
+ADAPTER_ADDED = Target.at_most(Measure.ADDED_MEDIAN, 50e-6, "<= 50 us median added")
+
+Call = Callable[[], object]
+
+
+def paired(cand: Call, base: Call, iterations: int) -> tuple[Summary, Summary]:
+    """Time `cand` and `base` alternately (who goes first flips each round), after a
+    warm-up; returns their summaries in seconds."""
+    for _ in range(max(10, iterations // 20)):
+        cand()
+        base()
+    c: list[float] = []
+    b: list[float] = []
+    clock = time.perf_counter_ns
+    for i in range(iterations):
+        for fn, out in ((cand, c), (base, b)) if i % 2 == 0 else ((base, b), (cand, c)):
+            t0 = clock()
+            fn()
+            out.append((clock() - t0) * 1e-9)
+    return Summary.of(c), Summary.of(b)
+
+
+class ServerProcess:
+    """The loopback server in a child process; its port is the first line it prints."""
+
+    def __enter__(self) -> ServerProcess:
+        root = Path(__file__).resolve().parent.parent
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.loopback"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=root,
+        )
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _request() -> Any:
+    from gateway.model import Article, Request
+    from prompts import load_prompt, render
+
+    articles = tuple(Article(name, name, text) for name, text in ARTICLES.items())
+    return Request(
+        system=render(load_prompt(None), product="Acme Cloud", articles=articles),
+        question="How do I reset my password?",
+        max_output_tokens=400,
+        articles=articles,
+        product="Acme Cloud",
+    )
+
+
+def _config(base_url: str) -> Any:
+    from gateway.config import Config, Deployment
+    from gateway.model import ProviderKind
+
+    primary = Deployment(
+        "primary",
+        ProviderKind.OPENAI,
+        128_000,
+        model="gpt-4o-mini",
+        api_key_env=KEY_ENV,
+        base_url=base_url,
+    )
+    return Config(product="Acme Cloud", deployments=(primary,))
+
+
+def _engine(config: Any, providers: Any, store: Any = None) -> Any:
+    from gateway.clock import SystemClock
+    from gateway.cooldown import MemoryStore
+    from gateway.engine import Engine
+    from gateway.tokens import count_tokens
+
+    clock = SystemClock()
+    return Engine(
+        config,
+        providers=providers,
+        store=MemoryStore() if store is None else store,
+        clock=clock,
+        sleeper=clock,
+        rng=clock,
+        environ={KEY_ENV: KEY},
+        count_tokens=count_tokens,
+    )
+
+
+def _answered(engine: Any, request: Any) -> Call:
+    def ask() -> object:
+        result = engine.ask(request)
+        if result.answer != ANSWER:
+            raise AssertionError(f"the engine did not answer: {result.as_json()}")
+        return result
+
+    return ask
+
+
+def _captured_body(request: Any) -> bytes:
+    """The exact bytes the adapter POSTs, so the raw baseline sends the same."""
+    from gateway.providers import build_provider
+    from gateway.secret import Secret
+
+    with Loopback() as server:
+        config = _config(server.base_url)
+        provider = build_provider(config.deployments[0], Secret(KEY))
+        provider.complete(request, timeout=20)
+        return server.last_body
+
+
+def _over_loopback(ctx: Context, request: Any) -> list[Row]:
+    import httpx
+
+    from gateway.providers import build_provider
+
+    body = _captured_body(request)
+    n = ctx.sizes.inproc_iterations
+    rows = []
+    with ServerProcess() as server, httpx.Client() as raw:
+        config = _config(server.base_url)
+        url = f"{server.base_url}/chat/completions"
+        headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+
+        def post() -> object:
+            reply = raw.post(url, content=body, headers=headers)
+            if reply.status_code != 200:
+                raise AssertionError(f"loopback answered {reply.status_code}")
+            return reply.content
+
+        def fresh(deployment: Any, key: Any) -> Any:  # what cli.wiring does
+            return build_provider(deployment, key)
+
+        kept: dict[str, Any] = {}
+
+        def keep(deployment: Any, key: Any) -> Any:
+            if deployment.name not in kept:
+                kept[deployment.name] = build_provider(deployment, key)
+            return kept[deployment.name]
+
+        base_name = "raw kept-alive httpx.Client.post"
+        for name, factory in (
+            ("engine + openai adapter, new adapter per question (CLI wiring)", fresh),
+            ("engine + openai adapter, adapter kept across questions", keep),
+        ):
+            cand, base = paired(_answered(_engine(config, factory), request), post, n)
+            rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_name, ADDED))
+    return rows
+
+
+class _InMemoryProvider:
+    def __init__(self, reply: Any) -> None:
+        self.reply = reply
+
+    def complete(self, request: Any, *, timeout: float, on_text: Any = None) -> Any:
+        return self.reply
+
+
+def _engine_alone(ctx: Context, request: Any) -> list[Row]:
+    from gateway.cooldown import FileStore
+    from gateway.model import ErrorKind, Reply
+
+    provider = _InMemoryProvider(Reply(text=ANSWER, finish_reason="stop", model="gpt-4o-mini"))
+    config = _config("http://127.0.0.1:9/v1")  # never called: the provider is in memory
+
+    def direct() -> object:
+        return provider.complete(request, timeout=20.0)
+
+    def factory(deployment: Any, key: Any) -> Any:
+        return provider
+
+    n = ctx.sizes.engine_iterations
+    base_name = "the provider called directly"
+    cand, base = paired(_answered(_engine(config, factory), request), direct, n)
+    rows = [
+        Row(GROUP, "engine alone, memory store", Unit.MICROS, cand, base, base_name, ENGINE_ADDED)
+    ]
+    store = FileStore(ctx.folder("inproc") / "cooldowns.json")
+    now = time.time()
+    for i in range(3):  # a lived-in state file: other deployments cooling down
+        store.cool(f"other-{i}", until=now + 3600, kind=ErrorKind.RATE_LIMIT, now=now)
+    cand, base = paired(_answered(_engine(config, factory, store), request), direct, n // 4)
+    name = "engine alone, file store (3 entries)"
+    rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_name))
+    return rows
+
+
+def _adapter_alone(ctx: Context, request: Any) -> list[Row]:
+    import httpx
+
+    from gateway.providers import build_provider
+    from gateway.secret import Secret
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=COMPLETION, headers={"content-type": "application/json"})
+
+    body = _captured_body(request)
+    config = _config("http://127.0.0.1:9/v1")
+    transport = httpx.MockTransport(handler)
+    provider = build_provider(config.deployments[0], Secret(KEY), transport=transport)
+    raw = httpx.Client(transport=transport)
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+
+    def adapter() -> object:
+        reply = provider.complete(request, timeout=20.0)
+        if reply.text != ANSWER:
+            raise AssertionError(f"the adapter read {reply!r}")
+        return reply
+
+    def post() -> object:
+        return raw.post(url, content=body, headers=headers).content
+
+    cand, base = paired(adapter, post, ctx.sizes.inproc_iterations)
+    raw.close()
+    return [
+        Row(
+            GROUP,
+            "openai adapter build + parse (MockTransport)",
+            Unit.MICROS,
+            cand,
+            base,
+            "raw httpx.Client.post, same transport",
+            ADAPTER_ADDED,
+        )
+    ]
+
+
+def run(ctx: Context) -> list[Row]:
+    request = _request()
+    return _over_loopback(ctx, request) + _engine_alone(ctx, request) + _adapter_alone(ctx, request)
