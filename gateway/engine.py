@@ -165,9 +165,17 @@ class _Question:
             return self._skip(d, "no time left in the budget", transient=True)
         return None
 
-    def _skip(self, d: Deployment, why: str, **flags: bool) -> _Verdict:
+    def _skip(
+        self,
+        d: Deployment,
+        why: str,
+        *,
+        transient: bool = False,
+        unconfigured: bool = False,
+        too_small: bool = False,
+    ) -> _Verdict:
         self._record(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))
-        return _Verdict(why, **flags)
+        return _Verdict(why, transient=transient, unconfigured=unconfigured, too_small=too_small)
 
     def _after_overflow(self, rejected_by: Deployment, queue: list[Deployment]) -> list[Deployment]:
         # Only a larger window can help; the long-context deployment joins if it is not queued.

@@ -435,7 +435,7 @@ def test_each_attempt_reaches_the_hook_before_its_wait_and_is_logged(caplog):
     assert order == ["attempt retry", "sleep", "attempt answered"]
     messages = [r.getMessage() for r in caplog.records]
     assert any("primary #1 429 rate_limit -> retry" in m for m in messages)
-    assert any("primary #2 ok -> answered" in m for m in messages)
+    assert any("primary #2 200 ok -> answered" in m for m in messages)
 
 
 def test_the_result_json_has_the_designed_shape():
