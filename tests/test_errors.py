@@ -2,7 +2,8 @@
 
 Every row is a body a provider really sent (or its documented shape), with its source:
 a provider doc page, an SDK file, or the issue thread it was copied from. Most sources are
-quoted in /work/shared/provider-reference.md (section numbers given as "ref §N").
+quoted in /work/shared/provider-reference.md (section numbers given as "ref §N"). Where a
+source documents only the type/code, the message text is abridged and the row says so.
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # developers.openai.com/api/docs/guides/spend-limits: hard limits answer 429 with this code.
+    # developers.openai.com/api/docs/guides/spend-limits: hard limits answer 429 with this code
+    # (message abridged).
     case(
         "openai-429-project-spend-limit",
         429,
@@ -157,7 +159,7 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # help.openai.com 5955604: credit_balance_exhausted.
+    # help.openai.com 5955604: credit_balance_exhausted (message abridged).
     case(
         "openai-429-credit-balance-exhausted",
         429,
@@ -165,7 +167,7 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # ref §2.5: 429 rate_limit_error / slow_down.
+    # ref §2.5: 429 rate_limit_error / slow_down (message abridged).
     case(
         "openai-429-slow-down",
         429,
@@ -488,7 +490,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §3.4: 402 billing_error.
+    # ref §3.4: 402 billing_error (message abridged).
     case(
         "anthropic-402-billing-error",
         402,
@@ -496,7 +498,7 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # ref §3.4: 403 permission_error.
+    # ref §3.4: 403 permission_error (message abridged).
     case(
         "anthropic-403-permission-error",
         403,
@@ -520,7 +522,8 @@ RESPONSE_CASES = [
         K.CONTEXT_WINDOW,
         FAIL,
     ),
-    # ref §3.4: 409 conflict_error is retryable (lib/_retry.py _RETRYABLE_4XX).
+    # ref §3.4: 409 conflict_error is retryable (lib/_retry.py _RETRYABLE_4XX). This row and
+    # the next two: types from ref §3.4, messages abridged.
     case(
         "anthropic-409-conflict",
         409,
@@ -676,6 +679,7 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
+    # ref §4.4: 403 PERMISSION_DENIED, "leaked key" among its causes (message abridged).
     case(
         "gemini-403-permission-denied",
         403,
@@ -697,6 +701,7 @@ RESPONSE_CASES = [
         K.MODEL_NOT_FOUND,
         FAIL,
     ),
+    # ref §4.4: 500 INTERNAL, 503 UNAVAILABLE (message from the docs), 504 DEADLINE_EXCEEDED.
     case(
         "gemini-500-internal",
         500,
@@ -758,6 +763,7 @@ RESPONSE_CASES = [
         K.BAD_REQUEST,
         FATAL,
     ),
+    # ref §6.2: unknown model.
     case(
         "vllm-404-model-does-not-exist",
         404,
@@ -1000,6 +1006,8 @@ RESPONSE_CASES = [
         K.SERVER,
         RETRY,
     ),
+    # openrouter.ai errors docs: 503 "no available model provider that meets your routing
+    # requirements".
     case(
         "openrouter-503-no-provider",
         503,
@@ -1013,6 +1021,7 @@ RESPONSE_CASES = [
         RETRY,
     ),
     # ------------------------------------------------------- proxies and odd shapes (ref §1.7)
+    # Proxies and CDNs (ref §1.7): HTML pages, "error code: 524" text, empty bodies.
     case(
         "proxy-502-cloudflare-html",
         502,
