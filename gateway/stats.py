@@ -272,12 +272,15 @@ def compute_stats(
     kept = [line for line in lines if since <= line.time <= now]
 
     questions: dict[str, LogLine] = {}
-    order: dict[str, None] = {}  # deployments in order of first appearance
+    order: dict[str, None] = {}  # deployments as they first appear: roughly config order
     for line in kept:
         questions.setdefault(line.qid, line)
-        for name in (line.first, line.deployment, line.served_by):
+        for name in (line.first, line.deployment):
             if name is not None:
                 order.setdefault(name)
+    for question in questions.values():  # after the attempts, which follow config order
+        if question.served_by is not None:
+            order.setdefault(question.served_by)
 
     served_by = Counter(q.served_by for q in questions.values() if q.served_by is not None)
     as_fallback = Counter(

@@ -1,0 +1,466 @@
+"""`support-ask stats` and `support-ask eval`: seeing degradation and drift.
+
+- `stats` reads the attempt log (gateway.attemptlog) over a window and prints, per
+  deployment, who served, the fallback share, errors, latency, waits and cooldowns.
+  With a threshold (`--max-fallback-rate`, else the config's `max_fallback_rate`) it
+  exits 4 when the fallback share is above it, so cron or a monitor can alert.
+- `eval` asks every deployment each question alone (gateway.evaluate) and checks the
+  prompt's rules; it exits 4 on any violation. `--simulate` runs it against the
+  in-process fake providers (gateway.simulate), as `support-ask simulate` does.
+
+Exit 4 ("the check failed") is new: the design's table has no code for a check that ran
+fine and found a problem, and 1 is taken by internal errors, 3 by refusals. Both
+commands' output is the command's result, so it goes to stdout (a rich table, or one
+JSON object with `--json`); warnings and the alert line go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.common import CONFIG_HELP
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cli.diag import Diag
+    from gateway.config import Config
+    from gateway.engine import Engine
+    from gateway.evaluate import Answer, EvalQuestion, EvalReport
+    from gateway.model import Request
+    from gateway.stats import Stats
+
+CHECK_FAILED = 4  # the check ran and found a problem: fallback share too high, a rule broken
+
+LOG_HELP = "The attempt log (else $SUPPORT_ASK_LOG, the config's log.path, the user log dir)."
+
+
+def _stdout_console() -> Console:
+    from rich.console import Console
+
+    # Rich itself honours NO_COLOR and drops colour and cursor tricks off a terminal.
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+# ------------------------------------------------------------------------------- stats
+
+
+def run_stats(
+    *,
+    since: str,
+    as_json: bool,
+    max_fallback_rate: float | None,
+    log: Path | None,
+    config_flag: Path | None,
+    diag: Diag,
+) -> int:
+    import json
+
+    from cli import wiring
+    from cli.exitcodes import ExitCode
+    from gateway.attemptlog import resolve_log_path
+    from gateway.stats import compute_stats, fallback_alert, parse_window, read_log
+
+    try:
+        window_s = parse_window(since)
+    except ValueError as exc:
+        raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+    if max_fallback_rate is not None and not 0 <= max_fallback_rate <= 1:
+        raise wiring.CliError(
+            f"--max-fallback-rate {max_fallback_rate:g} is not a share",
+            ExitCode.USAGE,
+            fix="give a number between 0 and 1: 0.2 means 20%",
+        )
+    # The "bundled default" notice is noise here: stats only wants the log path and threshold.
+    config = wiring.load_settings(config_flag, environ=os.environ, notice=lambda _: None)
+    path = resolve_log_path(log, os.environ, config.log)
+    threshold = max_fallback_rate if max_fallback_rate is not None else config.max_fallback_rate
+
+    now = time.time()
+    try:
+        read = read_log(path, since=now - window_s)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise wiring.CliError(
+            f"cannot read the attempt log {path}: {reason}",
+            ExitCode.NOINPUT,
+            fix="point --log at the attempt log file",
+        ) from None
+    stats = compute_stats(read.lines, now=now, window_s=window_s, unreadable=read.unreadable)
+    alert = None if threshold is None else fallback_alert(stats, threshold)
+
+    if as_json:
+        data = stats.as_json()
+        data.update(log=str(path), max_fallback_rate=threshold, alert=alert)
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    else:
+        _print_stats(stats, path, threshold)
+    if read.unreadable:
+        diag.warn(f"{read.unreadable} line(s) of {path} are not attempt records; skipped")
+    if alert is not None:
+        diag.error(f"alert: {alert}")
+        return CHECK_FAILED
+    return ExitCode.ANSWERED
+
+
+def _print_stats(stats: Stats, path: Path, threshold: float | None) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _stdout_console()
+    if stats.questions == 0:
+        console.print(Text(f"no questions in the last {stats.window} (log: {path})"))
+        return
+    share = stats.fallback_share
+    shown = "n/a" if share is None else f"{share:.0%}"
+    limit = "" if threshold is None else f"; alert above {threshold:.0%}"
+    outcomes = ", ".join(f"{count} {status}" for status, count in stats.outcomes)
+    console.print(Text(f"last {stats.window}: {stats.questions} questions ({outcomes})"))
+    console.print(
+        Text(
+            f"fallback share {shown}: {stats.by_fallback} of {stats.served} served "
+            f"by a fallback{limit}"
+        )
+    )
+    console.print(Text(f"log: {path}"))
+    # Narrow on purpose: it must read in an 80-column log without breaking words; the
+    # error classes, the widest figures, get a line per deployment under the table.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    table.add_column("deployment", no_wrap=True)
+    for column in ("served", "fallback", "calls", "skips", "p50", "p95", "waited", "cooled"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for d in stats.deployments:
+        table.add_row(
+            Text(d.name),
+            str(d.served),
+            str(d.as_fallback),
+            str(d.calls),
+            str(d.skipped),
+            _secs(d.latency_p50),
+            _secs(d.latency_p95),
+            _secs(d.waited_s),
+            str(d.cooldowns),
+        )
+    console.print(table)
+    for d in stats.deployments:
+        if d.errors:
+            listed = ", ".join(f"{kind} {count}" for kind, count in d.errors)
+            console.print(Text(f"errors at {d.name}: {listed}"))
+
+
+def _secs(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0s"
+    return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.1f}s"
+
+
+# -------------------------------------------------------------------------------- eval
+
+
+def run_eval_command(
+    *,
+    questions_path: Path,
+    articles: tuple[Path, ...],
+    config_flag: Path | None,
+    deployments: tuple[str, ...],
+    product: str | None,
+    as_json: bool,
+    simulate: bool,
+    fail: tuple[str, ...],
+    diag: Diag,
+) -> int:
+    import json
+
+    from cli import wiring
+    from cli.exitcodes import ExitCode
+    from gateway.cooldown import MemoryStore
+    from gateway.evaluate import QuestionsError, load_questions, pick_deployments, run_eval
+
+    if fail and not simulate:
+        raise wiring.CliError("--fail only makes sense with --simulate", ExitCode.USAGE)
+    try:
+        questions = load_questions(questions_path)
+    except QuestionsError as exc:
+        raise wiring.CliError(
+            str(exc),
+            ExitCode.NOINPUT,
+            fix="give a text file (one question a line) or YAML: "
+            "[{question: ..., covered: true|false, expect_contains: [...]}]",
+        ) from None
+    config = wiring.load_settings(config_flag, environ=os.environ, notice=diag.notice)
+    if not articles:
+        diag.warn("no --articles given: every question is one the articles do not cover")
+    loaded = wiring.read_articles(articles, warn=diag.warn)
+
+    environ: dict[str, str] = dict(os.environ)
+    transport = None
+    from gateway.clock import SystemClock, VirtualClock
+
+    clock: SystemClock | VirtualClock = SystemClock()
+    if simulate:
+        from cli.simulate_cmd import simulated_config, simulated_environ
+        from gateway.simulate import SimulatedTransport, check_names, parse_faults
+
+        try:
+            faults = parse_faults(fail)
+            check_names(faults, config.all_deployments())
+        except ValueError as exc:
+            raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+        environ = simulated_environ(config)
+        config = simulated_config(config)
+        clock = VirtualClock(start_wall=time.time())
+        transport = SimulatedTransport(config.all_deployments(), faults, clock=clock)
+    try:
+        chosen = pick_deployments(config, deployments)
+    except ValueError as exc:
+        raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+
+    def request_for(question: str) -> Request:
+        return wiring.build_request(config, question, loaded, product=product)
+
+    jitter = SystemClock()  # real jitter even on virtual time: it only shapes the waits shown
+
+    def engine_for(alone: Config) -> Engine:
+        # A fresh memory store per question: eval neither honours nor records cooldowns.
+        return wiring.build_engine(
+            alone,
+            store=MemoryStore(),
+            clock=clock,
+            sleeper=clock,
+            rng=jitter,
+            environ=environ,
+            transport=transport,
+        )
+
+    progress = _Progress(diag, total=len(questions) * len(chosen))
+    report = run_eval(
+        config,
+        questions,
+        request_for=request_for,
+        engine_for=engine_for,
+        deployments=chosen,
+        on_answer=progress,
+    )
+
+    if as_json:
+        sys.stdout.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+    else:
+        _print_eval(report)
+    if not report.ran:
+        raise wiring.CliError(
+            "no deployment could be asked: each was skipped for every question",
+            ExitCode.UNAVAILABLE,
+            fix="set the deployments' API keys (`support-ask config check` shows which), "
+            "or try it offline with --simulate",
+        )
+    if report.violations:
+        diag.error(f"{report.violations} rule violation(s); see the summary")
+        return CHECK_FAILED
+    return ExitCode.ANSWERED
+
+
+class _Progress:
+    """One stderr line per answer: a real eval makes many slow calls; show it is moving."""
+
+    def __init__(self, diag: Diag, *, total: int) -> None:
+        self.diag = diag
+        self.total = total
+        self.done = 0
+
+    def __call__(self, question: EvalQuestion, answer: Answer) -> None:
+        self.done += 1
+        failed = [str(c.rule) for c in answer.checks if not c.passed]
+        verdict = "ok" if not failed else "broke " + ", ".join(failed)
+        if answer.status == "not_run":
+            verdict = f"not run ({answer.detail})" if answer.detail else "not run"
+        self.diag.notice(f"[{self.done}/{self.total}] {answer.deployment}: {verdict}")
+
+
+def _print_eval(report: EvalReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gateway.evaluate import Rule
+
+    console = _stdout_console()
+    for number, question in enumerate(report.questions, start=1):
+        marks = []
+        if question.question.covered is not None:
+            marks.append("covered" if question.question.covered else "not covered")
+        if question.question.expect_contains:
+            marks.append("expects " + ", ".join(question.question.expect_contains))
+        title = f"{number}. {question.question.text}" + (f"  ({'; '.join(marks)})" if marks else "")
+        table = Table(title=Text(title), title_justify="left", show_lines=True, expand=True)
+        table.add_column("deployment", no_wrap=True)
+        table.add_column("answer", ratio=3, overflow="fold")
+        table.add_column("checks", ratio=2, overflow="fold")
+        for answer in question.answers:
+            # Text(), never markup: an answer's [brackets] must print as written.
+            shown = answer.text if answer.text is not None else f"({answer.status})"
+            checks = Text()
+            if answer.status == "not_run":
+                checks.append(f"not run: {answer.detail}", style="dim")
+            elif answer.passed:
+                checks.append(f"✓ {len(answer.checks)} rules", style="green")
+            for check in answer.checks:
+                if not check.passed:
+                    line = f"✗ {check.rule}" + (f": {check.detail}" if check.detail else "")
+                    checks.append(("\n" if checks else "") + line, style="red")
+            table.add_row(Text(answer.deployment), Text(shown), checks)
+        console.print(table)
+
+    # Rules down, deployments across: there are few deployments and their names are short.
+    summary = report.summary()
+    not_run = report.not_run()
+    rules = [rule for rule in Rule if any(rule in row for row in summary.values())]
+    table = Table(title="summary: passed / checked", title_justify="left")
+    table.add_column("rule")
+    for name in summary:
+        table.add_column(Text(name), justify="right")
+    for rule in rules:
+        cells = []
+        for row in summary.values():
+            tally = row.get(rule)
+            if tally is None:
+                cells.append(Text("-", style="dim"))
+            else:
+                style = "red" if tally.failed else "green"
+                cells.append(Text(f"{tally.passed}/{tally.passed + tally.failed}", style=style))
+        table.add_row(str(rule), *cells)
+    table.add_row("not run", *(str(not_run[name]) for name in summary), style="dim")
+    console.print(table)
+    verdict = (
+        "no deployment was asked"
+        if not report.ran
+        else f"{report.violations} violation(s)"
+        if report.violations
+        else "every rule passed"
+    )
+    console.print(Text(f"eval: {verdict}"))
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("stats")
+    def stats(
+        since: Annotated[
+            str, typer.Option("--since", help="The window: 90m, 24h, 7d (s, m, h, d, w).")
+        ] = "24h",
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        max_fallback_rate: Annotated[
+            float | None,
+            typer.Option(
+                "--max-fallback-rate",
+                help="Exit 4 when the fallback share is above this (0-1; "
+                "default: the config's max_fallback_rate).",
+                show_default=False,
+            ),
+        ] = None,
+        log: Annotated[Path | None, typer.Option("--log", help=LOG_HELP)] = None,
+        config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
+        debug: Annotated[bool, typer.Option("--debug", help="Tracebacks for bugs.")] = False,
+    ) -> None:
+        """Per deployment from the attempt log: served, fallback share, errors, latency,
+        waits, cooldowns. Exits 4 when the fallback share is above the threshold."""
+        from cli.app import guarded
+        from cli.diag import Diag
+
+        diag = Diag()
+        guarded(
+            diag,
+            debug,
+            lambda: run_stats(
+                since=since,
+                as_json=as_json,
+                max_fallback_rate=max_fallback_rate,
+                log=log,
+                config_flag=config,
+                diag=diag,
+            ),
+        )
+
+    @app.command("eval")
+    def eval_(
+        questions: Annotated[
+            Path,
+            typer.Argument(
+                help="Questions: a text file (one a line) or YAML with expectations "
+                "({question, covered, expect_contains}).",
+                show_default=False,
+            ),
+        ],
+        articles: Annotated[
+            list[Path] | None,
+            typer.Option(
+                "--articles",
+                "-a",
+                help="An article file or a folder of them; repeatable.",
+                show_default=False,
+            ),
+        ] = None,
+        config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
+        deployment: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--deployment",
+                "-d",
+                help="Evaluate only this deployment; repeatable (default: all, "
+                "long-context included).",
+                show_default=False,
+            ),
+        ] = None,
+        product: Annotated[
+            str | None, typer.Option("--product", help="The product name the prompt uses.")
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        simulate: Annotated[
+            bool,
+            typer.Option(
+                "--simulate", help="Ask in-process fake providers instead of the real ones."
+            ),
+        ] = False,
+        fail: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--fail",
+                help="With --simulate: a fault, NAME=SPEC (see `simulate --help`).",
+                show_default=False,
+            ),
+        ] = None,
+        quiet: Annotated[
+            bool, typer.Option("--quiet", "-q", help="No progress or warnings on stderr.")
+        ] = False,
+        debug: Annotated[bool, typer.Option("--debug", help="Tracebacks for bugs.")] = False,
+    ) -> None:
+        """Ask every deployment each question alone, with the same prompt, and check the
+        prompt's rules on each answer. Exits 4 on any violation."""
+        from cli.app import guarded
+        from cli.diag import Diag
+
+        diag = Diag(quiet=quiet)
+        guarded(
+            diag,
+            debug,
+            lambda: run_eval_command(
+                questions_path=questions,
+                articles=tuple(articles or ()),
+                config_flag=config,
+                deployments=tuple(deployment or ()),
+                product=product,
+                as_json=as_json,
+                simulate=simulate,
+                fail=tuple(fail or ()),
+                diag=diag,
+            ),
+        )
