@@ -277,10 +277,12 @@ class _Progress:
         self.done = 0
 
     def __call__(self, question: EvalQuestion, answer: Answer) -> None:
+        from gateway.evaluate import AnswerStatus
+
         self.done += 1
         failed = [str(c.rule) for c in answer.checks if not c.passed]
         verdict = "ok" if not failed else "broke " + ", ".join(failed)
-        if answer.status == "not_run":
+        if answer.status is AnswerStatus.NOT_RUN:
             verdict = f"not run ({answer.detail})" if answer.detail else "not run"
         self.diag.notice(f"[{self.done}/{self.total}] {answer.deployment}: {verdict}")
 
@@ -289,7 +291,7 @@ def _print_eval(report: EvalReport) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from gateway.evaluate import Rule
+    from gateway.evaluate import AnswerStatus, Rule
 
     console = _stdout_console()
     for number, question in enumerate(report.questions, start=1):
@@ -307,7 +309,7 @@ def _print_eval(report: EvalReport) -> None:
             # Text(), never markup: an answer's [brackets] must print as written.
             shown = answer.text if answer.text is not None else f"({answer.status})"
             checks = Text()
-            if answer.status == "not_run":
+            if answer.status is AnswerStatus.NOT_RUN:
                 checks.append(f"not run: {answer.detail}", style="dim")
             elif answer.passed:
                 checks.append(f"✓ {len(answer.checks)} rules", style="green")
