@@ -373,8 +373,11 @@ def register(app: typer.Typer) -> None:
         config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
         debug: Annotated[bool, typer.Option("--debug", help="Tracebacks for bugs.")] = False,
     ) -> None:
-        """Per deployment from the attempt log: served, fallback share, errors, latency,
-        waits, cooldowns. Exits 4 when the fallback share is above the threshold."""
+        """Show who served and how often a fallback did.
+
+        Per deployment, from the attempt log: questions served, as a fallback, calls,
+        skips, error classes, median and p95 latency, time waited, cooldowns taken.
+        Exits 4 when the fallback share is above the threshold."""
         from cli.app import guarded
         from cli.diag import Diag
 
@@ -445,8 +448,11 @@ def register(app: typer.Typer) -> None:
         ] = False,
         debug: Annotated[bool, typer.Option("--debug", help="Tracebacks for bugs.")] = False,
     ) -> None:
-        """Ask every deployment each question alone, with the same prompt, and check the
-        prompt's rules on each answer. Exits 4 on any violation."""
+        """Check every deployment against the prompt's rules.
+
+        Asks each deployment every question alone (no fallback), with the same prompt,
+        shows the answers side by side and checks each: word limit, plain text, no AI
+        names, not-covered reply with a ticket. Exits 4 on any violation."""
         from cli.app import guarded
         from cli.diag import Diag
 
