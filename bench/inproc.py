@@ -23,7 +23,7 @@ from typing import Any
 from bench.context import Context
 from bench.loopback import ANSWER, COMPLETION, Loopback
 from bench.question import ARTICLES
-from bench.stats import Measure, Row, Summary, Target, Unit
+from bench.stats import Measure, Row, Target, Unit, paired
 
 GROUP = "3 in-process"
 KEY_ENV = "BENCH_OPENAI_API_KEY"
@@ -36,23 +36,6 @@ ENGINE_ADDED = Target.at_most(Measure.ADDED_MEDIAN, 100e-6, "<= 100 us median ad
 ADAPTER_ADDED = Target.at_most(Measure.ADDED_MEDIAN, 50e-6, "<= 50 us median added")
 
 Call = Callable[[], object]
-
-
-def paired(cand: Call, base: Call, iterations: int) -> tuple[Summary, Summary]:
-    """Time `cand` and `base` alternately (who goes first flips each round), after a
-    warm-up; returns their summaries in seconds."""
-    for _ in range(max(10, iterations // 20)):
-        cand()
-        base()
-    c: list[float] = []
-    b: list[float] = []
-    clock = time.perf_counter_ns
-    for i in range(iterations):
-        for fn, out in ((cand, c), (base, b)) if i % 2 == 0 else ((base, b), (cand, c)):
-            t0 = clock()
-            fn()
-            out.append((clock() - t0) * 1e-9)
-    return Summary.of(c), Summary.of(b)
 
 
 class ServerProcess:

@@ -8,7 +8,8 @@ function rather than an `if` per benchmark.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -143,3 +144,22 @@ class Row:
             if math.isnan(got) or got > limit:
                 return Verdict.MISS
         return Verdict.PASS
+
+
+def paired(
+    cand: Callable[[], object], base: Callable[[], object], iterations: int
+) -> tuple[Summary, Summary]:
+    """Time `cand` and `base` alternately (who goes first flips each round), after a
+    warm-up; returns their summaries in seconds."""
+    for _ in range(max(10, iterations // 20)):
+        cand()
+        base()
+    c: list[float] = []
+    b: list[float] = []
+    clock = time.perf_counter_ns
+    for i in range(iterations):
+        for fn, out in ((cand, c), (base, b)) if i % 2 == 0 else ((base, b), (cand, c)):
+            t0 = clock()
+            fn()
+            out.append((clock() - t0) * 1e-9)
+    return Summary.of(c), Summary.of(b)
