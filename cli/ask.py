@@ -1,0 +1,265 @@
+"""`support-ask "question"`: read the question, wire the engine, print the answer.
+
+stdout carries only the answer (or JSON); everything else goes to stderr through Diag.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli.diag import Diag, is_tty
+from cli.exitcodes import ExitCode, exit_code_for
+from cli.wiring import CliError
+from gateway.model import Attempt, FailureKind, Result, Status
+
+if TYPE_CHECKING:
+    from cli.render import LiveAttempts
+    from gateway.config import Config
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    words: tuple[str, ...] = ()
+    articles: tuple[Path, ...] = ()
+    config: Path | None = None
+    state: Path | None = None
+    product: str | None = None
+    json: bool = False
+    stream: bool = False
+    quiet: bool = False
+    show_attempts: bool = False
+    verbose: int = 0
+    debug: bool = False
+    log: Path | None = None
+    no_log: bool = False
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def stdin_is_tty() -> bool:
+    return is_tty(sys.stdin)
+
+
+def read_question(words: tuple[str, ...]) -> str | None:
+    """The question from the words, from stdin (`-`, or no words and piped stdin), or None
+    when there are no words and stdin is a terminal (the caller shows help)."""
+    if words == (STDIN,):
+        return sys.stdin.read()
+    if words:
+        return " ".join(words)
+    if stdin_is_tty():
+        return None
+    return sys.stdin.read()
+
+
+def _fix_for(result: Result, code: ExitCode) -> str:
+    kind = None if result.error is None else result.error.kind
+    if code is ExitCode.TEMPFAIL:
+        return (
+            "retry later; `support-ask cooldowns` shows when each deployment is back "
+            "(`support-ask cooldowns reset` clears them)"
+        )
+    if kind is FailureKind.TOO_LARGE:
+        return "ask a shorter question or pass fewer articles"
+    if kind is FailureKind.INCOMPLETE:
+        return "the answer above is cut short; ask again"
+    if code is ExitCode.DATAERR:
+        return "this request cannot succeed as sent; see the detail above"
+    return "check keys and endpoints with `support-ask config check`"
+
+
+def report_failure(diag: Diag, result: Result) -> None:
+    code = exit_code_for(result)
+    if result.error is None:
+        diag.error(f"the question failed ({result.status})", fix=_fix_for(result, code))
+        return
+    diag.error(result.error.message)
+    for d in result.error.deployments:
+        diag.detail(f"  {d.name}: {d.last_error}")
+    diag.detail(f"  fix: {_fix_for(result, code)}")
+
+
+def report_outcome(diag: Diag, result: Result, config: Config) -> None:
+    from cli.render import fallback_notice
+
+    if result.status is Status.REFUSED:
+        diag.notice(
+            f"the model refused (deployment {result.deployment}); its reply is on stdout as is"
+        )
+    elif result.status is not Status.ANSWERED:
+        report_failure(diag, result)
+        return
+    notice = fallback_notice(result, config)
+    if notice:
+        diag.notice(notice)
+
+
+class _Display:
+    """Where attempts go while the engine works: a live table on a terminal, or a list to
+    print at the end (non-terminal with --show-attempts), or nowhere (-q)."""
+
+    def __init__(self, diag: Diag, *, live: bool, show_final: bool) -> None:
+        self.diag = diag
+        self.attempts: list[Attempt] = []
+        self._live: LiveAttempts | None = None
+        self._want_live = live
+        self._show_final = show_final
+
+    def __enter__(self) -> _Display:
+        if self._want_live:
+            from cli.render import LiveAttempts
+
+            self._live = LiveAttempts(self.diag.console())
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts.append(attempt)
+        if self._live is not None:
+            self._live.add(attempt)
+
+    def sleep(self, seconds: float) -> None:
+        if self._live is not None:
+            self._live.sleep(seconds)
+        elif seconds > 0:
+            time.sleep(seconds)
+
+    def print_final(self) -> None:
+        """The static table, when no live one was shown but one is wanted."""
+        if self._show_final and not self._want_live and self.attempts:
+            from cli.render import print_attempts
+
+            print_attempts(self.diag.console(), self.attempts)
+
+
+def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> int:
+    from cli import wiring
+
+    raw = read_question(opts.words)
+    if raw is None:
+        show_help()
+        return ExitCode.USAGE
+    question = raw.strip()
+    if not question:
+        source = "stdin" if opts.words in ((), (STDIN,)) else "the argument"
+        raise CliError(
+            f"the question is empty (read from {source})",
+            ExitCode.NOINPUT,
+            fix='ask something: support-ask "How do I reset my password?"',
+        )
+
+    environ = opts.environ
+    config = wiring.load_settings(opts.config, environ=environ, notice=diag.notice)
+    with _logging(opts, config, environ):
+        return _ask(opts, diag, config, question)
+
+
+def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
+    from cli import wiring
+
+    environ = opts.environ
+    if not opts.articles:
+        diag.warn(
+            "no --articles given: every answer will say the question is not covered "
+            "(pass --articles FOLDER)"
+        )
+    articles = wiring.read_articles(opts.articles, warn=diag.warn)
+    request = wiring.build_request(config, question, articles, product=opts.product)
+    store = wiring.open_store(
+        wiring.state_path(opts.state, environ=environ, config=config), warn=diag.warn
+    )
+
+    stdout_tty = is_tty(sys.stdout)
+    # A live table and streamed text on the same terminal would tear each other apart.
+    live = diag.animate and not (opts.stream and stdout_tty)
+    show_final = not diag.quiet and (diag.is_tty or opts.show_attempts)
+    sink = None
+    if opts.stream:
+        from cli.output import StreamSink
+
+        sink = StreamSink(json_lines=opts.json)
+
+    from gateway.clock import SystemClock
+
+    clock = SystemClock()
+    with _Display(diag, live=live, show_final=show_final) as display:
+        engine = wiring.build_engine(
+            config,
+            store=store,
+            clock=clock,
+            sleeper=display,
+            rng=clock,
+            environ=environ,
+            on_attempt=display.add,
+        )
+        # --json shows the input's token count, so count it exactly there; otherwise the
+        # engine decides (a cheap bound suffices when every window holds the input anyway).
+        result = engine.ask(request, on_text=sink, exact_tokens=opts.json)
+    display.print_final()
+
+    _write_stdout(opts, result, sink)
+    report_outcome(diag, result, config)
+    _log_question(opts, config, result, question, diag)
+    return exit_code_for(result)
+
+
+def _write_stdout(opts: AskOptions, result: Result, sink: object) -> None:
+    from cli.output import StreamSink, write_json, write_text
+
+    streamed = isinstance(sink, StreamSink) and sink.wrote
+    if isinstance(sink, StreamSink):
+        sink.end_line()
+    if opts.json:
+        write_json(result, json_lines=opts.stream)
+    elif not streamed and result.answer is not None:
+        write_text(result.answer)
+
+
+def _logging(
+    opts: AskOptions, config: Config, environ: dict[str, str]
+) -> AbstractContextManager[None]:
+    if not (opts.verbose or opts.debug):
+        return nullcontext()
+    from cli.logsetup import key_values, logging_to_stderr
+
+    names = [d.api_key_env for d in config.all_deployments()]
+    secrets = key_values(environ, names)
+    return logging_to_stderr(verbose=opts.verbose, debug=opts.debug, secrets=secrets)
+
+
+def _log_question(
+    opts: AskOptions, config: Config, result: Result, question: str, diag: Diag
+) -> None:
+    """Append to the attempt log, then warn if recent traffic leans on fallbacks."""
+    from gateway.attemptlog import first_of_route, open_log
+
+    log = open_log(
+        flag=opts.log,
+        no_log=opts.no_log,
+        environ=opts.environ,
+        settings=config.log,
+        warn=diag.warn,
+    )
+    if log is None:
+        return
+    now = time.time()
+    log.record(result, now=now, first=first_of_route(config, result.routed), question=question)
+    if config.max_fallback_rate is not None:
+        from gateway.stats import recent_fallback_warning
+
+        warning = recent_fallback_warning(log.path, config.max_fallback_rate, now)
+        if warning:
+            diag.warn(warning)

@@ -1,0 +1,168 @@
+"""`support-ask cooldowns`: which deployments are being skipped, for how long, and why;
+`cooldowns reset [NAME]` clears them; `cooldowns path` prints the state file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.common import CONFIG_HELP, STATE_HELP, credentials, duration, local_time
+
+if TYPE_CHECKING:
+    from cli.diag import Diag
+    from gateway.config import Config
+    from gateway.model import Cooldown
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)]
+StateOpt = Annotated[Path | None, typer.Option("--state", help=STATE_HELP)]
+
+
+def _setup(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> tuple[Config, Path]:
+    from cli import wiring
+
+    # The "using the bundled default" notice is noise here: the listing names the file.
+    config = wiring.load_settings(config_flag, environ=os.environ, notice=lambda _: None)
+    return config, wiring.state_path(state_flag, environ=os.environ, config=config)
+
+
+def list_cooldowns(config: Config, path: Path, diag: Diag, *, as_json: bool) -> int:
+    from cli import wiring
+
+    store = wiring.open_store(path, warn=diag.warn)
+    now = time.time()
+    active = store.active(now, credentials(config, os.environ))
+    rows = sorted(active.values(), key=lambda c: c.until)
+    if as_json:
+        sys.stdout.write(json.dumps([_as_json(c, now) for c in rows], ensure_ascii=False) + "\n")
+        return 0
+    if not rows:
+        sys.stdout.write(f"no deployment is cooling down (state: {path})\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"cooling down (state: {path})", title_justify="left")
+    for column in ("deployment", "time left", "error class", "started", "detail"):
+        table.add_column(column, overflow="fold")
+    for c in rows:
+        table.add_row(
+            c.deployment, duration(c.until - now), str(c.kind), local_time(c.started), c.detail
+        )
+    Console(highlight=False).print(table)
+    return 0
+
+
+def _as_json(c: Cooldown, now: float) -> dict[str, object]:
+    return {
+        "deployment": c.deployment,
+        "seconds_left": round(max(0.0, c.until - now), 3),
+        "until": c.until,
+        "error_class": str(c.kind),
+        "started": c.started,
+        "detail": c.detail,
+    }
+
+
+def reset(config: Config, path: Path, name: str | None, diag: Diag) -> int:
+    from cli import wiring
+    from cli.exitcodes import ExitCode
+
+    store = wiring.open_store(path, warn=diag.warn)
+    recorded = {c.deployment for c in store.entries()}
+    if name is None:
+        store.clear(None)
+        diag.notice(f"cleared {len(recorded)} cooldown(s) in {path}")
+        return 0
+    known = {d.name for d in config.all_deployments()}
+    if name not in known and name not in recorded:
+        from difflib import get_close_matches
+
+        close = get_close_matches(name, sorted(known | recorded), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise wiring.CliError(
+            f"no deployment named '{name}'{hint}",
+            ExitCode.USAGE,
+            fix=f"name one of: {', '.join(sorted(known | recorded))}; or omit it to clear all",
+        )
+    if name not in recorded:
+        diag.notice(f"{name} was not cooling down")
+        return 0
+    store.clear(name)
+    diag.notice(f"cleared the cooldown of {name}")
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        name="cooldowns",
+        help="List the deployments cooling down (shared by every invocation); reset them.",
+        invoke_without_command=True,
+        no_args_is_help=False,
+    )
+
+    @group.callback()
+    def cooldowns(
+        ctx: typer.Context,
+        config: ConfigOpt = None,
+        state: StateOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """List each cooling deployment: time left, error class, when it started, detail."""
+        if ctx.invoked_subcommand is not None:
+            ctx.obj = (config, state)
+            return
+        from cli.app import guarded
+        from cli.diag import Diag
+
+        diag = Diag()
+        guarded(
+            diag, False, lambda: list_cooldowns(*_setup(config, state, diag), diag, as_json=as_json)
+        )
+
+    @group.command("reset")
+    def reset_cmd(
+        ctx: typer.Context,
+        name: Annotated[
+            str | None, typer.Argument(help="The deployment to clear; none clears all.")
+        ] = None,
+        config: ConfigOpt = None,
+        state: StateOpt = None,
+    ) -> None:
+        """Clear one deployment's cooldown, or all of them."""
+        from cli.app import guarded
+        from cli.diag import Diag
+
+        config, state = _inherit(ctx, config, state)
+        diag = Diag()
+        guarded(diag, False, lambda: reset(*_setup(config, state, diag), name, diag))
+
+    @group.command("path")
+    def path_cmd(ctx: typer.Context, config: ConfigOpt = None, state: StateOpt = None) -> None:
+        """Print the state file's path."""
+        from cli.app import guarded
+        from cli.diag import Diag
+
+        config, state = _inherit(ctx, config, state)
+        diag = Diag()
+
+        def show() -> int:
+            sys.stdout.write(f"{_setup(config, state, diag)[1]}\n")
+            return 0
+
+        guarded(diag, False, show)
+
+    app.add_typer(group)
+
+
+def _inherit(
+    ctx: typer.Context, config: Path | None, state: Path | None
+) -> tuple[Path | None, Path | None]:
+    """`cooldowns --state X reset` and `cooldowns reset --state X` mean the same."""
+    parent = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
+    return config or parent[0], state or parent[1]

@@ -1,0 +1,44 @@
+"""The exit codes of the design's table, and the one mapping from a Result to its code."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from gateway.model import FailureKind, Result, Status
+
+
+class ExitCode(IntEnum):
+    ANSWERED = 0
+    INTERNAL = 1  # a bug: the traceback only with --debug
+    USAGE = 2  # unknown flag, missing argument, mistyped command, no question
+    REFUSED = 3  # the refusal itself is on stdout, as is
+    DATAERR = 65  # fatal request: malformed, or too large for every deployment
+    NOINPUT = 66  # empty question; no readable article
+    UNAVAILABLE = 69  # no deployment could answer
+    TEMPFAIL = 75  # everything cooling down or rate-limited past the budget: retry later
+    CONFIG = 78  # configuration error, named by file:line:key
+
+
+# A failed question's kind says whether waiting would help (75) or the request is at
+# fault (65); anything else means every deployment was tried or skipped (69).
+_FAILURE_EXIT: dict[FailureKind, ExitCode] = {
+    FailureKind.UNAVAILABLE: ExitCode.TEMPFAIL,
+    FailureKind.EXHAUSTED: ExitCode.UNAVAILABLE,
+    FailureKind.INCOMPLETE: ExitCode.UNAVAILABLE,
+    FailureKind.TOO_LARGE: ExitCode.DATAERR,
+    FailureKind.BAD_REQUEST: ExitCode.DATAERR,
+}
+
+_STATUS_EXIT: dict[Status, ExitCode] = {
+    Status.ANSWERED: ExitCode.ANSWERED,
+    Status.REFUSED: ExitCode.REFUSED,
+    Status.FATAL: ExitCode.DATAERR,
+}
+
+
+def exit_code_for(result: Result) -> ExitCode:
+    if result.status in _STATUS_EXIT:
+        return _STATUS_EXIT[result.status]
+    if result.error is None:
+        return ExitCode.UNAVAILABLE
+    return _FAILURE_EXIT.get(result.error.kind, ExitCode.UNAVAILABLE)

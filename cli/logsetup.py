@@ -1,0 +1,77 @@
+"""-v / --debug logging on stderr, with every key the config names scrubbed from it."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+
+# Credentials in shapes a library might log: a URL's key= parameter, an Authorization
+# value, an api-key header. Known key values are replaced as well, whatever the shape.
+_PATTERNS = (
+    re.compile(r"(?i)([?&](?:key|api[-_]?key)=)[^&\s'\"]+"),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?i)((?:x-api-key|api-key|x-goog-api-key)['\"]?\s*[:=,]\s*['\"]?)[^\s'\",)]+"),
+)
+REDACTED = "***"
+
+
+class Redactor(logging.Filter):
+    """Rewrites each record's message with secrets replaced; never drops a record."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        # Longest first, so a key that contains another is replaced whole.
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        for pattern in _PATTERNS:
+            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not break the CLI
+            message = str(record.msg)
+        record.msg = self.scrub(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.scrub(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+def key_values(environ: Mapping[str, str], names: Iterable[str | None]) -> list[str]:
+    return [environ[n] for n in names if n and environ.get(n)]
+
+
+@contextmanager
+def logging_to_stderr(*, verbose: int, debug: bool, secrets: Iterable[str] = ()) -> Iterator[None]:
+    """-v: INFO (every attempt); -vv or --debug: DEBUG; --debug adds the HTTP log.
+    Undone on exit, so an embedding process (or a test runner) gets its logging back."""
+    if not verbose and not debug:
+        yield
+        return
+    level = logging.DEBUG if debug or verbose > 1 else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(Redactor(secrets))
+    root = logging.getLogger()
+    http = [logging.getLogger(name) for name in ("httpx", "httpcore")]
+    saved = (root.level, [h.level for h in http])
+    root.addHandler(handler)
+    root.setLevel(level)
+    for logger in http:
+        logger.setLevel(logging.DEBUG if debug else logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved[0])
+        for logger, old in zip(http, saved[1], strict=True):
+            logger.setLevel(old)

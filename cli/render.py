@@ -1,0 +1,196 @@
+"""The attempts table on stderr: static (non-terminal, --show-attempts, simulate) or live.
+
+The live display updates as the engine reports each attempt and counts a backoff wait
+down while the engine sleeps. It is built only on a terminal, so rich.live is imported
+only there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from gateway.model import Attempt, Outcome, Result, Route, Status
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
+    from rich.table import Table
+
+    from gateway.config import Config
+
+_DECISION_STYLE = {
+    Outcome.ANSWERED: "green",
+    Outcome.RETRY: "yellow",
+    Outcome.FAIL_OVER: "magenta",
+    Outcome.FATAL: "bold red",
+    Outcome.SKIPPED: "dim",
+    Outcome.STOPPED: "red",
+}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}s" if value > 0 else ""
+
+
+def attempts_table(
+    attempts: Sequence[Attempt], *, countdown: float | None = None, title: str | None = None
+) -> Table:
+    """The table of attempts; `countdown` replaces the last row's wait while it is running."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, title_justify="left", expand=False, pad_edge=False)
+    table.add_column("deployment", no_wrap=True)
+    table.add_column("#", justify="right")
+    table.add_column("status", justify="right")
+    table.add_column("error class")
+    table.add_column("decision")
+    table.add_column("wait", justify="right")
+    table.add_column("took", justify="right")
+    table.add_column("detail", overflow="fold")
+    last = len(attempts) - 1
+    for i, a in enumerate(attempts):
+        wait = _seconds(a.wait_s)
+        if countdown is not None and i == last:
+            wait = f"{max(countdown, 0.0):.1f}s…"
+        table.add_row(
+            Text(a.deployment),
+            str(a.attempt) if a.attempt else "",
+            "" if a.status is None else str(a.status),
+            Text("" if a.error_class is None else str(a.error_class)),
+            Text(str(a.decision), style=_DECISION_STYLE.get(a.decision, "")),
+            wait,
+            _seconds(a.elapsed_s) if a.decision is not Outcome.SKIPPED else "",
+            Text(a.detail),
+        )
+    return table
+
+
+def print_attempts(console: Console, attempts: Sequence[Attempt], title: str | None = None) -> None:
+    if attempts:
+        console.print(attempts_table(attempts, title=title))
+
+
+class LiveAttempts:
+    """A live table on a terminal: a row per attempt, a countdown during waits, a spinner
+    while a call is in flight. Leaves the final table on screen when stopped."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self.attempts: list[Attempt] = []
+        self._countdown_until: float | None = None
+        self._started = time.monotonic()
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveAttempts:
+        from rich.live import Live
+
+        self._live = Live(
+            self._render(),
+            console=self._console,
+            refresh_per_second=10,
+            transient=False,
+            redirect_stdout=False,  # the answer goes to stdout untouched, never through rich
+            redirect_stderr=False,
+            get_renderable=self._render,
+        )
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._countdown_until = None
+        self._finished = True
+        if self._live is not None:
+            self._live.update(self._final(), refresh=True)
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+    _finished = False
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts.append(attempt)
+        self._refresh()
+
+    def sleep(self, seconds: float) -> None:
+        """The engine's sleeper: really waits, counting down on the last row."""
+        end = time.monotonic() + seconds
+        self._countdown_until = end
+        try:
+            while (left := end - time.monotonic()) > 0:
+                self._refresh()
+                time.sleep(min(left, 0.1))
+        finally:
+            self._countdown_until = None
+            self._refresh()
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+
+    def _final(self) -> RenderableType:
+        from rich.text import Text
+
+        return attempts_table(self.attempts) if self.attempts else Text("")
+
+    def _render(self) -> RenderableType:
+        if self._finished:
+            return self._final()
+        from rich.console import Group
+        from rich.spinner import Spinner
+
+        countdown = None
+        if self._countdown_until is not None:
+            countdown = self._countdown_until - time.monotonic()
+        elapsed = time.monotonic() - self._started
+        what = "waiting to retry" if countdown is not None else "asking"
+        spinner = Spinner("dots", text=f"{what}… {elapsed:.1f}s", style="cyan")
+        if not self.attempts:
+            return spinner
+        return Group(attempts_table(self.attempts, countdown=countdown), spinner)
+
+
+def _describe(provider: str | None, model: str | None) -> str:
+    return " ".join(p for p in (provider, model) if p)
+
+
+def _why(attempts: Sequence[Attempt], name: str) -> str:
+    """Why a deployment did not serve: its last error class, or why it was skipped."""
+    mine = [a for a in attempts if a.deployment == name]
+    if not mine:
+        return "not tried"
+    last = mine[-1]
+    if last.error_class is not None:
+        return str(last.error_class)
+    if last.decision is Outcome.SKIPPED:
+        return f"skipped ({last.detail})" if last.detail else "skipped"
+    return str(last.decision)
+
+
+def fallback_notice(result: Result, config: Config) -> str | None:
+    """The one line saying a fallback served, e.g. 'answered by fallback (anthropic
+    claude-haiku-4-5) after 4 attempts; primary: rate_limit'. None when the first
+    deployment of the route served, or nothing did."""
+    if result.status not in (Status.ANSWERED, Status.REFUSED) or result.deployment is None:
+        return None
+    served = result.deployment
+    calls = result.served_attempts
+    plural = "attempt" if calls == 1 else "attempts"
+    what = _describe(result.provider, result.model)
+    if result.routed is Route.LONG_CONTEXT:
+        first = config.long_context.name if config.long_context else served
+        if served == first:
+            return (
+                f"routed to the long-context deployment {served} ({what}): "
+                f"the input ({result.input_tokens} tokens) is too large for the others"
+            )
+    else:
+        first = config.deployments[0].name if config.deployments else served
+    if served == first:
+        return None
+    why = _why(result.attempts, first)
+    return f"answered by {served} ({what}) after {calls} {plural}; {first}: {why}"
+
+
+AttemptSink = Callable[[Attempt], None]

@@ -1,0 +1,148 @@
+"""Builds the real things the engine runs against: config, state store, prompt, articles,
+providers, clock. Each step turns a user's mistake into a CliError naming the fix.
+
+Heavy modules (the engine, providers, tokenizer) are imported inside the functions that
+need them, so `--help`, `cooldowns` and `config check` never pay for them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli.exitcodes import ExitCode
+from gateway.model import Article, Attempt, Request
+
+if TYPE_CHECKING:
+    import httpx
+
+    from gateway.config import Config, Deployment
+    from gateway.engine import Engine
+    from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
+    from gateway.secret import Secret
+
+Warn = Callable[[str], None]
+
+
+class CliError(Exception):
+    """A problem the user can fix: printed as 'error: message' and 'fix: ...', no traceback."""
+
+    def __init__(self, message: str, code: ExitCode, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.fix = fix
+
+
+def load_settings(flag: Path | None, *, environ: Mapping[str, str], notice: Warn) -> Config:
+    """The config named by --config, $SUPPORT_ASK_CONFIG, ./support-ask.yaml or the user
+    config dir; else the bundled default, with a notice. Raises ConfigError (exit 78)."""
+    from gateway.config import find_config, load_config, load_default_config
+
+    path = find_config(flag, environ, Path.cwd())
+    if path is None:
+        notice(
+            "no config found; using the bundled default (its last deployment, local, "
+            "answers offline; `support-ask config check` shows where a config can go)"
+        )
+        return load_default_config()
+    return load_config(path)
+
+
+def state_path(flag: Path | None, *, environ: Mapping[str, str], config: Config) -> Path:
+    from gateway.config import resolve_state_path
+
+    return resolve_state_path(flag, environ, config)
+
+
+def open_store(path: Path, *, warn: Warn) -> StateStore:
+    from gateway.cooldown import FileStore
+
+    return FileStore(path, warn=warn)
+
+
+def read_articles(paths: Sequence[Path], *, warn: Warn) -> tuple[Article, ...]:
+    """The articles under `paths` (folders read recursively). A path that does not exist,
+    or paths holding no readable article, are errors (66): answering from a knowledge base
+    that silently shrank would be worse than stopping."""
+    if not paths:
+        return ()
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        shown = ", ".join(str(p) for p in missing)
+        raise CliError(
+            f"articles path not found: {shown}",
+            ExitCode.NOINPUT,
+            fix="pass --articles with an existing folder or .md/.txt/.html files",
+        )
+    from gateway.articles import ArticlesError, load_articles
+
+    try:
+        articles, warnings = load_articles(paths)
+    except ArticlesError as exc:
+        for warning in exc.warnings:
+            warn(warning)
+        raise CliError(
+            exc.message,
+            ExitCode.NOINPUT,
+            fix="point --articles at a folder or files holding .md, .txt or .html articles "
+            "(UTF-8 text)",
+        ) from None
+    for warning in warnings:
+        warn(warning)
+    return tuple(articles)
+
+
+def build_request(
+    config: Config, question: str, articles: Sequence[Article], *, product: str | None = None
+) -> Request:
+    """The rendered portable prompt (product from --product, else the config) + question."""
+    from prompts import PromptError, load_prompt, render
+
+    name = product if product is not None and product.strip() else config.product
+    try:
+        template = load_prompt(config.prompt)
+    except PromptError as exc:
+        raise CliError(exc.message, ExitCode.CONFIG) from None
+    return Request(
+        system=render(template, product=name, articles=articles),
+        question=question,
+        max_output_tokens=config.max_output_tokens,
+        articles=tuple(articles),
+        product=name,
+    )
+
+
+def build_engine(
+    config: Config,
+    *,
+    store: StateStore,
+    clock: Clock,
+    sleeper: Sleeper,
+    rng: RandomSource,
+    environ: Mapping[str, str] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> Engine:
+    """The engine with the real provider adapters (built only when a deployment is called)
+    and the offline tokenizer; `transport` replaces the network (simulate, tests)."""
+    from gateway.engine import Engine
+    from gateway.providers import build_provider
+    from gateway.tokens import count_tokens
+
+    def providers(deployment: Deployment, key: Secret | None) -> Provider:
+        return build_provider(deployment, key, transport=transport)
+
+    return Engine(
+        config,
+        providers=providers,
+        store=store,
+        clock=clock,
+        sleeper=sleeper,
+        rng=rng,
+        environ=os.environ if environ is None else environ,
+        count_tokens=count_tokens,
+        on_attempt=on_attempt,
+    )

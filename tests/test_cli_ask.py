@@ -1,0 +1,610 @@
+"""The ask command through Typer's runner: question sources, stdout and stderr rules, JSON,
+streaming, exit codes. The engine is replaced by a scripted one, so each test states
+exactly what the engine reported and checks what the user sees."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import ask as ask_module
+from cli import wiring
+from cli.root import build_app
+from gateway.model import (
+    Attempt,
+    DeploymentError,
+    ErrorKind,
+    FailureKind,
+    Outcome,
+    QuestionError,
+    Request,
+    Result,
+    Route,
+    Status,
+)
+
+KEY_VARS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "SUPPORT_ASK_CONFIG",
+    "SUPPORT_ASK_STATE",
+    "SUPPORT_ASK_LOG",
+    "NO_COLOR",
+)
+
+CONFIG = """\
+product: Acme Cloud
+deployments:
+  - name: primary
+    provider: openai
+    model: gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+    base_url: http://127.0.0.1:9/v1
+    context_window: 128000
+  - name: fallback
+    provider: anthropic
+    model: claude-haiku-4-5
+    api_key_env: ANTHROPIC_API_KEY
+    base_url: http://127.0.0.1:9
+    context_window: 200000
+  - name: local
+    provider: local
+    context_window: 1000000
+"""
+
+SECRET = "sk-test-THIS-MUST-NEVER-SHOW-1234567890"
+
+
+def attempt(
+    name: str,
+    decision: Outcome,
+    *,
+    number: int = 1,
+    status: int | None = None,
+    kind: ErrorKind | None = None,
+    wait: float = 0.0,
+    detail: str = "",
+) -> Attempt:
+    return Attempt(name, number, status, kind, decision, wait, 0.01, detail)
+
+
+def result(
+    status: Status = Status.ANSWERED,
+    answer: str | None = "Open Settings, then Reset password.",
+    deployment: str | None = "primary",
+    attempts: tuple[Attempt, ...] | None = None,
+    error: QuestionError | None = None,
+    incomplete: bool = False,
+    provider: str | None = "openai",
+    model: str | None = "gpt-4o-mini",
+) -> Result:
+    if attempts is None:
+        attempts = (attempt("primary", Outcome.ANSWERED, status=200),)
+    return Result(
+        status=status,
+        answer=answer,
+        deployment=deployment,
+        provider=provider,
+        model=model,
+        routed=Route.NORMAL,
+        input_tokens=321,
+        elapsed_s=0.25,
+        attempts=attempts,
+        error=error,
+        incomplete=incomplete,
+    )
+
+
+FELL_BACK = result(
+    answer="Use the reset link.",
+    deployment="fallback",
+    provider="anthropic",
+    model="claude-haiku-4-5",
+    attempts=(
+        attempt("primary", Outcome.RETRY, status=429, kind=ErrorKind.RATE_LIMIT, wait=0.01),
+        attempt(
+            "primary",
+            Outcome.FAIL_OVER,
+            number=2,
+            status=429,
+            kind=ErrorKind.RATE_LIMIT,
+            detail="rate limited",
+        ),
+        attempt("fallback", Outcome.ANSWERED, status=200),
+    ),
+)
+
+EXHAUSTED = result(
+    status=Status.FAILED,
+    answer=None,
+    deployment=None,
+    provider=None,
+    model=None,
+    attempts=(
+        attempt("primary", Outcome.FAIL_OVER, status=401, kind=ErrorKind.AUTH, detail="bad key"),
+        attempt("fallback", Outcome.SKIPPED, number=0, detail="ANTHROPIC_API_KEY not set"),
+    ),
+    error=QuestionError(
+        FailureKind.EXHAUSTED,
+        "no deployment could answer",
+        (
+            DeploymentError("primary", "auth: bad key"),
+            DeploymentError("fallback", "skipped: ANTHROPIC_API_KEY not set"),
+        ),
+    ),
+)
+
+
+@dataclass
+class FakeEngine:
+    """Plays a Result: reports its attempts (sleeping the waits on the given sleeper),
+    streams `deltas` when asked to stream, or raises `boom`."""
+
+    outcome: Result
+    deltas: tuple[str, ...] = ()
+    boom: BaseException | None = None
+    log_line: str | None = None
+    requests: list[Request] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def ask(self, request: Request, *, on_text: Any = None, exact_tokens: bool = False) -> Result:
+        self.requests.append(request)
+        self.kwargs["exact_tokens"] = exact_tokens
+        if self.log_line:
+            logging.getLogger("support_ask.engine").info(self.log_line)
+        if self.boom is not None:
+            raise self.boom
+        on_attempt = self.kwargs.get("on_attempt")
+        for a in self.outcome.attempts:
+            if on_attempt:
+                on_attempt(a)
+            if a.decision is Outcome.RETRY:
+                self.kwargs["sleeper"].sleep(a.wait_s)
+        if on_text is not None:
+            for delta in self.deltas:
+                on_text(delta)
+        return self.outcome
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clean working directory holding a config and a knowledge base; no real keys."""
+    for var in KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setenv("SUPPORT_ASK_STATE", str(tmp_path / "state.json"))
+    monkeypatch.setenv("SUPPORT_ASK_LOG", str(tmp_path / "attempts.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "support-ask.yaml").write_text(CONFIG)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "reset.md").write_text("# Reset your password\n\nOpen Settings, then Reset password.\n")
+    return tmp_path
+
+
+@pytest.fixture
+def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeEngine]]:
+    """Install a FakeEngine: `engine(result, deltas=..., boom=...)`."""
+    holder: dict[str, FakeEngine] = {}
+
+    def install(outcome: Result | None = None, **fields: Any) -> FakeEngine:
+        fake = FakeEngine(outcome or result(), **fields)
+        holder["fake"] = fake
+        return fake
+
+    def build_engine(config: object, **kwargs: Any) -> FakeEngine:
+        fake = holder.setdefault("fake", FakeEngine(result()))
+        fake.kwargs.update(kwargs)
+        return fake
+
+    monkeypatch.setattr(wiring, "build_engine", build_engine)
+    yield install
+
+
+def run(args: list[str], input: str | None = None) -> Any:
+    return CliRunner().invoke(build_app(), args, input=input, prog_name="support-ask")
+
+
+# --- the default command and the question -------------------------------------------------
+
+
+def test_bare_question_and_ask_subcommand_are_the_same(home: Path, engine: Any) -> None:
+    fake = engine()
+    bare = run(["How do I reset my password?", "-a", "kb"])
+    explicit = run(["ask", "How do I reset my password?", "-a", "kb"])
+    assert bare.exit_code == explicit.exit_code == 0
+    assert bare.stdout == explicit.stdout == "Open Settings, then Reset password.\n"
+    assert [r.question for r in fake.requests] == ["How do I reset my password?"] * 2
+
+
+def test_options_before_the_question_still_ask(home: Path, engine: Any) -> None:
+    fake = engine()
+    out = run(["--json", "-a", "kb", "Where are invoices?"])
+    assert out.exit_code == 0
+    assert json.loads(out.stdout)["status"] == "answered"
+    assert fake.requests[0].question == "Where are invoices?"
+
+
+def test_several_words_are_one_question(home: Path, engine: Any) -> None:
+    fake = engine()
+    assert run(["How", "do", "I", "log", "in?", "-a", "kb"]).exit_code == 0
+    assert fake.requests[0].question == "How do I log in?"
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("simulat", "simulate"), ("cooldown", "cooldowns")])
+def test_a_mistyped_command_is_not_asked(home: Path, engine: Any, typo: str, meant: str) -> None:
+    fake = engine()
+    out = run([typo])
+    assert out.exit_code == 2
+    assert f"No such command '{typo}'" in out.stderr
+    assert f"Did you mean '{meant}'?" in out.stderr
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize("question", ["billing", "simulate a login failure"])
+def test_one_word_or_a_sentence_near_a_command_is_asked(
+    home: Path, engine: Any, question: str
+) -> None:
+    fake = engine()
+    assert run([question, "-a", "kb"]).exit_code == 0
+    assert fake.requests[0].question == question
+
+
+def test_dash_reads_the_question_from_stdin(home: Path, engine: Any) -> None:
+    fake = engine()
+    out = run(["-", "-a", "kb"], input="What is SSO?\n")
+    assert out.exit_code == 0
+    assert fake.requests[0].question == "What is SSO?"
+
+
+def test_piped_stdin_is_read_when_no_question_is_given(home: Path, engine: Any) -> None:
+    fake = engine()
+    out = run(["-a", "kb"], input="Can I export my data?\n")
+    assert out.exit_code == 0
+    assert fake.requests[0].question == "Can I export my data?"
+
+
+def test_interactive_call_with_no_question_prints_help(
+    home: Path, engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = engine()
+    monkeypatch.setattr(ask_module, "stdin_is_tty", lambda: True)
+    out = run([])
+    assert out.exit_code == 2
+    assert "Usage: support-ask" in out.stderr
+    assert "simulate" in out.stderr and "cooldowns" in out.stderr
+    assert out.stdout == ""
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize(("args", "stdin"), [(["   "], None), (["-"], "  \n\n"), ([], "")])
+def test_an_empty_question_exits_66(
+    home: Path, engine: Any, args: list[str], stdin: str | None
+) -> None:
+    fake = engine()
+    out = run([*args, "-a", "kb"], input=stdin)
+    assert out.exit_code == 66
+    assert "question is empty" in out.stderr
+    assert fake.requests == []
+
+
+# --- stdout ------------------------------------------------------------------------------
+
+
+def test_the_answer_is_written_exactly_never_through_markup_or_wrapping(
+    home: Path, engine: Any
+) -> None:
+    text = "[bold]Step 1[/bold]: " + "word " * 80 + "**done**"
+    engine(result(answer=text))
+    out = run(["q", "-a", "kb"])
+    assert out.stdout == text + "\n"
+
+
+def test_an_answer_ending_in_a_newline_gets_no_second_one(home: Path, engine: Any) -> None:
+    engine(result(answer="Line one.\nLine two.\n"))
+    assert run(["q", "-a", "kb"]).stdout == "Line one.\nLine two.\n"
+
+
+def test_json_on_success_is_the_design_object(home: Path, engine: Any) -> None:
+    fake = engine(FELL_BACK)
+    out = run(["q", "-a", "kb", "--json"])
+    assert out.exit_code == 0
+    obj = json.loads(out.stdout)
+    assert obj["schema_version"] == 1
+    assert obj["status"] == "answered"
+    assert obj["answer"] == "Use the reset link."
+    assert (obj["deployment"], obj["provider"], obj["model"]) == (
+        "fallback",
+        "anthropic",
+        "claude-haiku-4-5",
+    )
+    assert obj["routed"] == "normal" and obj["input_tokens"] == 321
+    assert [a["decision"] for a in obj["attempts"]] == ["retry", "fail_over", "answered"]
+    assert obj["attempts"][0]["error_class"] == "rate_limit"
+    assert "error" not in obj
+    assert fake.kwargs["exact_tokens"] is True  # the JSON count is the exact one
+
+
+def test_json_on_failure_has_a_null_answer_and_the_error(home: Path, engine: Any) -> None:
+    engine(EXHAUSTED)
+    out = run(["q", "-a", "kb", "--json"])
+    assert out.exit_code == 69
+    obj = json.loads(out.stdout)
+    assert obj["status"] == "failed" and obj["answer"] is None
+    assert obj["error"]["kind"] == "exhausted"
+    assert [d["name"] for d in obj["error"]["deployments"]] == ["primary", "fallback"]
+
+
+def test_stream_writes_each_delta_then_ends_the_line(home: Path, engine: Any) -> None:
+    fake = engine(result(answer="Open Settings."), deltas=("Open ", "Settings."))
+    out = run(["q", "-a", "kb", "--stream"])
+    assert out.exit_code == 0
+    assert out.stdout == "Open Settings.\n"  # streamed once, not repeated at the end
+    assert fake.kwargs["exact_tokens"] is False
+
+
+def test_stream_falls_back_to_the_whole_answer_when_nothing_streamed(
+    home: Path, engine: Any
+) -> None:
+    engine(result(answer="From the offline ranker."), deltas=())
+    assert run(["q", "-a", "kb", "--stream"]).stdout == "From the offline ranker.\n"
+
+
+def test_stream_with_json_is_json_lines(home: Path, engine: Any) -> None:
+    engine(result(answer="Open Settings."), deltas=("Open ", "Settings."))
+    out = run(["q", "-a", "kb", "--stream", "--json"])
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines[:2] == [
+        {"type": "delta", "text": "Open "},
+        {"type": "delta", "text": "Settings."},
+    ]
+    assert lines[2]["type"] == "result" and lines[2]["answer"] == "Open Settings."
+    assert len(lines) == 3
+
+
+def test_a_stream_that_broke_after_text_exits_69_with_the_text_kept(
+    home: Path, engine: Any
+) -> None:
+    broken = result(
+        status=Status.FAILED,
+        answer=None,
+        attempts=(attempt("primary", Outcome.STOPPED, kind=ErrorKind.NETWORK, detail="reset"),),
+        error=QuestionError(FailureKind.INCOMPLETE, "the answer stream broke after text"),
+        incomplete=True,
+    )
+    engine(broken, deltas=("Open Sett",))
+    out = run(["q", "-a", "kb", "--stream"])
+    assert out.exit_code == 69
+    assert out.stdout == "Open Sett\n"
+    assert "the answer stream broke" in out.stderr
+    as_json = run(["q", "-a", "kb", "--stream", "--json"])
+    assert json.loads(as_json.stdout.splitlines()[-1])["incomplete"] is True
+
+
+# --- exit codes ----------------------------------------------------------------------------
+
+
+def _failed(kind: FailureKind) -> Result:
+    return result(
+        status=Status.FAILED,
+        answer=None,
+        deployment=None,
+        error=QuestionError(kind, f"failed: {kind}", (DeploymentError("primary", "x"),)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code"),
+    [
+        (result(), 0),
+        (result(status=Status.REFUSED, answer="I can't help with that."), 3),
+        (
+            result(
+                status=Status.FATAL,
+                answer=None,
+                error=QuestionError(FailureKind.BAD_REQUEST, "malformed request"),
+            ),
+            65,
+        ),
+        (_failed(FailureKind.EXHAUSTED), 69),
+        (_failed(FailureKind.UNAVAILABLE), 75),
+        (_failed(FailureKind.INCOMPLETE), 69),
+    ],
+)
+def test_exit_code_follows_the_result(home: Path, engine: Any, outcome: Result, code: int) -> None:
+    engine(outcome)
+    assert run(["q", "-a", "kb"]).exit_code == code
+
+
+def test_a_refusal_is_on_stdout_as_is(home: Path, engine: Any) -> None:
+    engine(result(status=Status.REFUSED, answer="I can't help with that."))
+    out = run(["q", "-a", "kb"])
+    assert out.exit_code == 3
+    assert out.stdout == "I can't help with that.\n"
+    assert "refused" in out.stderr
+
+
+def test_failure_lists_each_deployment_and_a_fix(home: Path, engine: Any) -> None:
+    engine(EXHAUSTED)
+    out = run(["q", "-a", "kb"])
+    assert out.stdout == ""
+    assert "no deployment could answer" in out.stderr
+    assert "primary: auth: bad key" in out.stderr
+    assert "fallback: skipped: ANTHROPIC_API_KEY not set" in out.stderr
+    assert "config check" in out.stderr
+
+
+def test_all_cooling_down_says_retry_later(home: Path, engine: Any) -> None:
+    engine(_failed(FailureKind.UNAVAILABLE))
+    out = run(["q", "-a", "kb"])
+    assert out.exit_code == 75
+    assert "retry later" in out.stderr and "cooldowns" in out.stderr
+
+
+def test_an_internal_error_is_exit_1_without_a_traceback(home: Path, engine: Any) -> None:
+    engine(boom=RuntimeError("unexpected state"))
+    out = run(["q", "-a", "kb"])
+    assert out.exit_code == 1
+    assert "internal error" in out.stderr and "unexpected state" in out.stderr
+    assert "Traceback" not in out.stderr
+    debug = run(["q", "-a", "kb", "--debug"])
+    assert debug.exit_code == 1
+    assert "Traceback" in debug.stderr
+
+
+def test_an_unknown_flag_is_a_usage_error(home: Path, engine: Any) -> None:
+    out = run(["q", "--no-such-flag"])
+    assert out.exit_code == 2
+    assert "No such option" in out.stderr
+
+
+# --- stderr --------------------------------------------------------------------------------
+
+
+def test_a_fallback_answer_gets_a_one_line_notice(home: Path, engine: Any) -> None:
+    engine(FELL_BACK)
+    out = run(["q", "-a", "kb"])
+    assert out.stdout == "Use the reset link.\n"
+    notice = (
+        "answered by fallback (anthropic claude-haiku-4-5) after 3 attempts; primary: rate_limit"
+    )
+    assert notice in out.stderr
+
+
+def test_the_first_deployment_answering_needs_no_notice(home: Path, engine: Any) -> None:
+    engine(result())
+    assert "answered by" not in run(["q", "-a", "kb"]).stderr
+
+
+def test_quiet_silences_all_but_errors(home: Path, engine: Any) -> None:
+    engine(FELL_BACK)
+    out = run(["q", "-q", "--show-attempts"])  # no --articles: would warn, but -q
+    assert out.exit_code == 0
+    assert out.stderr == ""
+    engine(EXHAUSTED)
+    failed = run(["q", "-q", "-a", "kb"])
+    assert "no deployment could answer" in failed.stderr
+
+
+def test_no_table_off_a_terminal_unless_asked(home: Path, engine: Any) -> None:
+    engine(FELL_BACK)
+    plain = run(["q", "-a", "kb"])
+    assert "rate_limit" not in plain.stderr.replace("primary: rate_limit", "")
+    shown = run(["q", "-a", "kb", "--show-attempts"])
+    table = shown.stderr
+    for cell in ("deployment", "decision", "primary", "fallback", "429", "fail_over", "retry"):
+        assert cell in table
+    assert "\x1b[" not in table  # not a terminal: no colour, no cursor movement
+    assert shown.stdout == "Use the reset link.\n"  # the table never touches stdout
+
+
+def test_missing_articles_flag_warns(home: Path, engine: Any) -> None:
+    engine()
+    out = run(["q"])
+    assert out.exit_code == 0
+    assert "no --articles given" in out.stderr
+
+
+def test_verbose_logs_to_stderr_with_keys_redacted(
+    home: Path, engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    engine(result(), log_line=f"calling primary with Authorization: Bearer {SECRET}")
+    out = run(["q", "-a", "kb", "-v"])
+    assert "calling primary" in out.stderr
+    assert SECRET not in out.stderr and SECRET not in out.stdout
+    quiet = run(["q", "-a", "kb"])
+    assert "calling primary" not in quiet.stderr
+
+
+# --- wiring: config, articles, product ----------------------------------------------------
+
+
+def test_config_error_exits_78_naming_file_line_and_key(home: Path, engine: Any) -> None:
+    (home / "support-ask.yaml").write_text(CONFIG.replace("product: Acme Cloud", "prodct: Acme"))
+    out = run(["q", "-a", "kb"])
+    assert out.exit_code == 78
+    assert "support-ask.yaml:1" in out.stderr and "prodct" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_missing_config_flag_file_exits_78(home: Path, engine: Any) -> None:
+    out = run(["q", "-a", "kb", "--config", "nope.yaml"])
+    assert out.exit_code == 78
+    assert "nope.yaml" in out.stderr
+
+
+def test_no_config_uses_the_bundled_default_and_says_so(home: Path, engine: Any) -> None:
+    (home / "support-ask.yaml").unlink()
+    engine()
+    out = run(["q", "-a", "kb"])
+    assert out.exit_code == 0
+    assert "no config found; using the bundled default" in out.stderr
+
+
+@pytest.mark.parametrize("where", ["missing", "empty", "binary"])
+def test_articles_that_cannot_be_read_exit_66(home: Path, engine: Any, where: str) -> None:
+    fake = engine()
+    folder = home / "bad-kb"
+    if where != "missing":
+        folder.mkdir()
+    if where == "binary":
+        (folder / "logo.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\xff")
+    out = run(["q", "-a", str(folder)])
+    assert out.exit_code == 66
+    assert str(folder) in out.stderr
+    assert "fix:" in out.stderr
+    assert fake.requests == []
+
+
+def test_articles_and_product_reach_the_request(home: Path, engine: Any) -> None:
+    fake = engine()
+    assert run(["q", "-a", "kb", "--product", "Globex"]).exit_code == 0
+    request = fake.requests[0]
+    assert [a.title for a in request.articles] == ["Reset your password"]
+    assert "Globex" in request.system and "Acme Cloud" not in request.system
+    assert "Open Settings, then Reset password." in request.system
+    run(["q", "-a", "kb"])
+    assert "Acme Cloud" in fake.requests[1].system
+
+
+def test_state_flag_is_the_store_the_engine_gets(home: Path, engine: Any) -> None:
+    fake = engine()
+    run(["q", "-a", "kb", "--state", str(home / "elsewhere.json")])
+    assert fake.kwargs["store"].path == home / "elsewhere.json"
+
+
+def test_every_question_is_logged_unless_no_log(home: Path, engine: Any) -> None:
+    engine(FELL_BACK)
+    run(["q", "-a", "kb"])
+    lines = (home / "attempts.jsonl").read_text().splitlines()
+    assert [json.loads(line)["deployment"] for line in lines] == ["primary", "primary", "fallback"]
+    run(["q", "-a", "kb", "--no-log"])
+    assert len((home / "attempts.jsonl").read_text().splitlines()) == 3
+
+
+def test_no_key_ever_reaches_the_output(
+    home: Path, engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    for outcome in (result(), FELL_BACK, EXHAUSTED):
+        engine(outcome)
+        for extra in ([], ["--json"], ["--show-attempts", "--debug"]):
+            out = run(["q", "-a", "kb", *extra])
+            assert SECRET not in out.stdout and SECRET not in out.stderr
+
+
+def test_version(home: Path) -> None:
+    out = run(["--version"])
+    assert out.exit_code == 0
+    assert out.stdout.startswith("support-ask ")
