@@ -60,6 +60,25 @@ def support_ask_argv() -> list[str]:
     return [sys.executable, "-m", "cli"]
 
 
+def filesystem(path: Path) -> str:
+    """The type of the filesystem holding `path` ("ext4", "tmpfs"), from /proc/mounts."""
+    best, kind = "", "?"
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return kind
+    target = str(path.resolve())
+    for line in mounts:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1]
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fields[2]
+    return kind
+
+
 @dataclass(frozen=True)
 class Context:
     smoke: bool
