@@ -244,3 +244,15 @@ def test_text_that_looks_like_a_template_is_answered_as_written() -> None:
     body = "Type {{product}} and $1 and C:\\new into the {export} box."
     answer = ask("export box", [md("Odd", body)])
     assert answer == f"From \u201cOdd\u201d: {body}"
+
+
+def test_letters_that_lowercase_to_two_characters_do_not_shift_passages() -> None:
+    # "İ".lower() is two characters: positions must still point at the right passage.
+    article = md(
+        "Offices",
+        "## Turkey\n\n"
+        + "İstanbul İzmir " * 40
+        + "\n\n## Invoices\n\nInvoices are emailed monthly.",
+    )
+    answer = ask("When are invoices emailed?", [article])
+    assert answer == "From \u201cOffices\u201d: Invoices are emailed monthly."
