@@ -173,6 +173,17 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
         ):
             cand, base = paired(_answered(_engine(config, factory), request), post, n)
             rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_name, ADDED))
+
+        # The adapter alone on real sockets: what the engine's rows owe to the HTTP layer
+        # (deadline watchdog, streamed read) rather than to the engine.
+        adapter = keep(config.deployments[0], None)
+
+        def call() -> object:
+            return adapter.complete(request, timeout=20.0)
+
+        cand, base = paired(call, post, n)
+        name = "openai adapter alone, kept (no engine)"
+        rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_name))
     return rows
 
 
