@@ -19,9 +19,9 @@ from pathlib import Path
 
 from gateway.model import Article
 
-MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})  # read as markdown: plain text is too
 HTML_SUFFIXES = frozenset({".html", ".htm"})
-SUFFIXES = MARKDOWN_SUFFIXES | HTML_SUFFIXES
+SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES
 
 
 class ArticlesError(Exception):
@@ -142,7 +142,23 @@ def _from_markdown(text: str) -> tuple[str, str]:
         if headings:
             first = min(headings, key=lambda m: m.start())
             title = _INLINE_MARKUP.sub("", first.group(1)).strip()
+    if not title:
+        title = _plain_title(text)
     return title, text
+
+
+_PLAIN_TITLE = re.compile(r"\A\s*([^\n]{1,80}?)[ \t]*\n[ \t]*\n")
+
+
+def _plain_title(text: str) -> str:
+    """A plain-text article's title: a short first line on its own, without a full stop."""
+    found = _PLAIN_TITLE.match(text)
+    if not found:
+        return ""
+    line = found.group(1)
+    if len(line.split()) > 10 or line[-1] in ".!?:;," or line.lstrip()[:1] in "-*+>|#":
+        return ""
+    return line
 
 
 def _title_from_name(path: Path) -> str:

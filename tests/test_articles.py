@@ -72,6 +72,8 @@ def test_a_file_reached_twice_is_read_once(tmp_path: Path) -> None:
             "From front matter",
         ),
         ("exporting-your_data.txt", "Just text, no heading.", "Exporting your data"),
+        ("kb-0042.txt", "Refund policy\n\nRefunds take 5 days.", "Refund policy"),
+        ("kb-0043.txt", "Refunds take 5 days.\n\nAsk billing.", "Kb 0043"),
         ("api.txt", "# API keys\n\nText.", "API keys"),
     ],
 )
