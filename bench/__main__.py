@@ -47,6 +47,14 @@ def machine() -> str:
     )
 
 
+def bypass_proxies_for_loopback() -> None:
+    """Every server the benchmarks talk to is on 127.0.0.1; a proxy configured in the
+    environment (HTTP_PROXY, ...) must not be asked to reach it. Children inherit this."""
+    for name in ("NO_PROXY", "no_proxy"):
+        current = os.environ.get(name, "")
+        os.environ[name] = ",".join(p for p in (current, "127.0.0.1,localhost") if p)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny iteration counts (CI)")
@@ -58,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
     names = args.names or list(BENCHMARKS)
+    bypass_proxies_for_loopback()
 
     print(f"# {'smoke run' if args.smoke else 'benchmarks'}: {machine()}", flush=True)
     rows: list[Row] = []
