@@ -1,8 +1,9 @@
 """The `support-ask` entry point and the Typer app.
 
 `main` answers `--version` before importing Typer or rich: a version check should cost
-no more than starting Python. Everything else builds the app (commands register in their
-own modules) and lets Typer parse.
+no more than starting Python. A plain question (`support-ask "..." -a kb --json`) is
+parsed by cli.fastpath without Typer, whose import and set-up would otherwise be a third
+of the run; anything else (help, another command, a usage error) builds the Typer app.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
+    from cli.ask import AskOptions
     from cli.diag import Diag
 
 PROG = "support-ask"
@@ -37,11 +39,29 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     if _wants_version(args):
         sys.stdout.write(f"{PROG} {version()}\n")
         raise SystemExit(0)
+    from cli.fastpath import parse_ask
+
+    opts = parse_ask(args)
+    if opts is not None:
+        raise SystemExit(_fast_ask(opts))
     from cli.root import build_app
 
     app = build_app()
     app(args=args, prog_name=prog_name)
     raise SystemExit(0)  # Typer exits itself in standalone mode; this is for the type checker
+
+
+def _fast_ask(opts: AskOptions) -> int:
+    """A plain question, parsed without Typer (see cli.fastpath), run exactly as `ask`."""
+    from cli.ask import run_ask
+    from cli.diag import Diag
+
+    diag = Diag(quiet=opts.quiet)
+
+    def no_help() -> None:  # the fast path never takes a call that would show help
+        raise AssertionError("help on the fast path")
+
+    return run_guarded(diag, opts.debug, lambda: run_ask(opts, diag, show_help=no_help))
 
 
 def markup_mode() -> str | None:
@@ -53,10 +73,15 @@ def markup_mode() -> str | None:
 
 
 def guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> NoReturn:
-    """Run a command body; a user's or provider's fault becomes a message and its exit code,
-    a bug becomes exit 1 (the traceback only with --debug). Never prints a key."""
+    """A Typer command's body, run through `run_guarded`; exits with its code."""
     import typer
 
+    raise typer.Exit(run_guarded(diag, debug, action))
+
+
+def run_guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> int:
+    """Run a command body; a user's or provider's fault becomes a message and its exit code,
+    a bug becomes exit 1 (the traceback only with --debug). Never prints a key."""
     from cli.exitcodes import ExitCode
     from cli.wiring import CliError
     from gateway.config import ConfigError
@@ -69,8 +94,6 @@ def guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> NoReturn:
     except ConfigError as exc:
         diag.error(str(exc))
         code = ExitCode.CONFIG
-    except typer.Exit:
-        raise
     except KeyboardInterrupt:
         diag.error("interrupted")
         code = 130
@@ -89,7 +112,7 @@ def guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> NoReturn:
             "and report it",
         )
         code = ExitCode.INTERNAL
-    raise typer.Exit(int(code))
+    return int(code)
 
 
 def _silence_stdout() -> None:

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -205,9 +205,12 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
             environ=environ,
             on_attempt=display.add,
         )
-        # --json shows the input's token count, so count it exactly there; otherwise the
-        # engine decides (a cheap bound suffices when every window holds the input anyway).
-        result = engine.ask(request, on_text=sink, exact_tokens=opts.json)
+        # The engine decides when to count tokens exactly (only when a window is at stake:
+        # loading the tokenizer costs more than the rest of a run); the JSON says which
+        # (`input_tokens_exact`).
+        result = engine.ask(request, on_text=sink)
+    if sink is not None:
+        sink.end_line()  # before anything else is said on the terminal
     display.print_final()
 
     _write_stdout(opts, result, sink)
@@ -231,8 +234,6 @@ def _write_stdout(opts: AskOptions, result: Result, sink: object) -> None:
 def _logging(
     opts: AskOptions, config: Config, environ: dict[str, str]
 ) -> AbstractContextManager[None]:
-    if not (opts.verbose or opts.debug):
-        return nullcontext()
     from cli.logsetup import key_values, logging_to_stderr
 
     names = [d.api_key_env for d in config.all_deployments()]

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+OFF_TERMINAL_WIDTH = 120
+
+
 def is_tty(stream: object) -> bool:
     isatty = getattr(stream, "isatty", None)
     try:
@@ -65,12 +68,16 @@ class Diag:
         if self._console is None:
             from rich.console import Console
 
+            # Off a terminal nothing wraps lines, so a table may be wider than the 80
+            # columns rich assumes there (unless $COLUMNS says otherwise).
+            width = None if self.is_tty or os.environ.get("COLUMNS") else OFF_TERMINAL_WIDTH
             self._console = Console(
                 file=self.stream,
                 no_color=not self.color,
                 force_terminal=self.color or None,
                 highlight=False,
                 soft_wrap=False,
+                width=width,
             )
         return self._console
 

@@ -8,46 +8,73 @@ A first word that looks like a mistyped command name (one bare word close to a c
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from difflib import get_close_matches
 
 from typer import _click
 from typer.core import TyperGroup
 
+from cli import routing
 from cli.plainparams import install
-
-DEFAULT_COMMAND = "ask"
-# Options the group itself takes; any other leading option belongs to `ask`.
-GROUP_OPTIONS = frozenset(
-    {"-h", "--help", "--version", "--install-completion", "--show-completion"}
-)
-_BARE_WORD = re.compile(r"[a-z][a-z0-9_-]*\Z")
-# Stricter than difflib's default 0.6: a one-word question must be really close to a
-# command name (`simulat`, `cooldown`, `confg`) before it is treated as a typo.
-TYPO_CUTOFF = 0.75
 
 
 class AskByDefault(TyperGroup):
+    """The root group. `lazy` names commands built only when used (command name -> module
+    with `register(app)`): a question never pays for building `simulate` or `stats`."""
+
+    lazy: Mapping[str, str] = {}
+    markup: str | None = None
+
+    def command_names(self) -> list[str]:
+        return [*self.commands, *(name for name in self.lazy if name not in self.commands)]
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return self.command_names()
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self._load(self.lazy[cmd_name])
+        command = self.commands.get(cmd_name)
+        if command is not None:
+            install(command, ctx)
+        return command
+
+    def _load(self, module_name: str) -> None:
+        """Register the module's commands on a scratch app and adopt the click commands."""
+        import importlib
+
+        import typer
+        import typer.main
+
+        scratch = typer.Typer(add_completion=False, rich_markup_mode=self.markup)  # type: ignore[arg-type]
+        importlib.import_module(module_name).register(scratch)
+        built = typer.main.get_command(scratch)
+        if isinstance(built, TyperGroup):
+            adopted = dict(built.commands)
+        else:  # a lone command comes back as itself
+            adopted = {built.name or "": built}
+        for name, command in adopted.items():
+            self.commands.setdefault(name, command)
+
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except _click.exceptions.UsageError as error:
+            # Typer suggests from the commands built so far; suggest from all of them.
+            matches = get_close_matches(args[0], self.command_names()) if args else []
+            if matches and "Did you mean" not in error.message:
+                suggestions = ", ".join(repr(m) for m in matches)
+                error.message = f"{error.message.rstrip('.')}. Did you mean {suggestions}?"
+            raise
+
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
-        # Every command is in place by now (however it was registered): give them all
-        # plain coercion before any value is parsed (see cli.plainparams).
         install(self, ctx)
         if not ctx.resilient_parsing and self.routes_to_default(args):
             ctx.meta["support_ask.default_command"] = True
-            args = [DEFAULT_COMMAND, *args]
+            args = [routing.DEFAULT_COMMAND, *args]
         return super().parse_args(ctx, args)
 
-    def looks_like_typo(self, word: str) -> bool:
-        if not _BARE_WORD.match(word):
-            return False
-        return bool(get_close_matches(word, list(self.commands), n=1, cutoff=TYPO_CUTOFF))
-
     def routes_to_default(self, args: list[str]) -> bool:
-        if not args:
-            return True
-        first = args[0]
-        if first in self.commands or first in GROUP_OPTIONS:
-            return False
-        if first.startswith("-"):
-            return True  # an ask option (--json, -a) or `-`, the question from stdin
-        return not self.looks_like_typo(first)
+        return routing.routes_to_default(args, self.command_names())

@@ -55,7 +55,16 @@ def logging_to_stderr(*, verbose: int, debug: bool, secrets: Iterable[str] = ())
     """-v: INFO (every attempt); -vv or --debug: DEBUG; --debug adds the HTTP log.
     Undone on exit, so an embedding process (or a test runner) gets its logging back."""
     if not verbose and not debug:
-        yield
+        # Without -v the CLI says what matters itself (tables, notices, errors); library
+        # warnings would otherwise reach stderr through logging's last-resort handler,
+        # even with -q.
+        quiet = logging.NullHandler()
+        root = logging.getLogger()
+        root.addHandler(quiet)
+        try:
+            yield
+        finally:
+            root.removeHandler(quiet)
         return
     level = logging.DEBUG if debug or verbose > 1 else logging.INFO
     handler = logging.StreamHandler(sys.stderr)

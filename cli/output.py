@@ -60,3 +60,4 @@ class StreamSink:
             out = self._out or _stdout()
             out.write("\n")
             out.flush()
+            self._last = "\n"

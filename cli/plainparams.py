@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
-from typer import _click
+from typer import BadParameter, _click
 
 try:
     from typer._coercion import RuntimeParam
@@ -68,7 +68,7 @@ def _converter(annotation: Any, info: Any) -> tuple[Callable[[Any], Any], bool] 
 if RuntimeParam is not None:
 
     @dataclass(frozen=True)
-    class PlainParam(RuntimeParam):  # type: ignore[misc]
+    class PlainParam(RuntimeParam):
         convert: Callable[[Any], Any] = str
         many: bool = False
 
@@ -80,7 +80,7 @@ if RuntimeParam is not None:
                 return self.convert(value)
             except (TypeError, ValueError):
                 name = getattr(self.convert, "__name__", "value")
-                raise _click.BadParameter(
+                raise BadParameter(
                     f"{value!r} is not a valid {name}.", ctx=ctx, param=param
                 ) from None
 
@@ -110,7 +110,8 @@ def install_on_params(command: _click.Command, ctx: _click.Context) -> None:
 
 
 def install(command: _click.Command, ctx: _click.Context) -> None:
-    """Plain coercion on `command` and, for a group, every command under it."""
+    """Plain coercion on `command` and, for a group, every command under it (those built
+    so far: a lazily built command gets it when it is built)."""
     install_on_params(command, ctx)
     for sub in getattr(command, "commands", {}).values():
         install(sub, ctx)

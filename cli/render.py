@@ -34,43 +34,73 @@ def _seconds(value: float) -> str:
     return f"{value:.1f}s" if value > 0 else ""
 
 
+_HEADERS = ("deployment", "#", "status", "error class", "decision", "wait", "took")
+_RIGHT = frozenset({"#", "status", "wait", "took"})
+
+
+def _cells(a: Attempt, wait: str) -> tuple[str, ...]:
+    return (
+        a.deployment,
+        str(a.attempt) if a.attempt else "",
+        "" if a.status is None else str(a.status),
+        "" if a.error_class is None else str(a.error_class),
+        str(a.decision),
+        wait,
+        _seconds(a.elapsed_s) if a.decision is not Outcome.SKIPPED else "",
+    )
+
+
 def attempts_table(
-    attempts: Sequence[Attempt], *, countdown: float | None = None, title: str | None = None
+    attempts: Sequence[Attempt],
+    *,
+    countdown: float | None = None,
+    title: str | None = None,
+    width: int = 80,
 ) -> Table:
     """The table of attempts; `countdown` replaces the last row's wait while it is running."""
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=title, title_justify="left", expand=False, pad_edge=False)
-    table.add_column("deployment", no_wrap=True)
-    table.add_column("#", justify="right")
-    table.add_column("status", justify="right")
-    table.add_column("error class")
-    table.add_column("decision")
-    table.add_column("wait", justify="right")
-    table.add_column("took", justify="right")
-    table.add_column("detail", overflow="fold")
     last = len(attempts) - 1
+    rows = []
     for i, a in enumerate(attempts):
         wait = _seconds(a.wait_s)
         if countdown is not None and i == last:
             wait = f"{max(countdown, 0.0):.1f}s…"
-        table.add_row(
-            Text(a.deployment),
-            str(a.attempt) if a.attempt else "",
-            "" if a.status is None else str(a.status),
-            Text("" if a.error_class is None else str(a.error_class)),
-            Text(str(a.decision), style=_DECISION_STYLE.get(a.decision, "")),
-            wait,
-            _seconds(a.elapsed_s) if a.decision is not Outcome.SKIPPED else "",
-            Text(a.detail),
+        rows.append((a, _cells(a, wait)))
+
+    table = Table(title=title, title_justify="left", title_style="bold", expand=False)
+    used = 1  # the closing border
+    for n, header in enumerate(_HEADERS):
+        # The short columns never shrink: only the detail gives way to a narrow terminal.
+        column = max([len(header), *(len(cells[n]) for _, cells in rows)])
+        used += column + 3  # padding on both sides and a border
+        table.add_column(
+            header,
+            justify="right" if header in _RIGHT else "left",
+            no_wrap=True,
+            min_width=column,
+            max_width=column,
         )
+    # One line per attempt, cut to what the width leaves: a provider's message can run to
+    # paragraphs; --json and -v carry it whole.
+    detail = max(8, width - used - 3)
+    table.add_column("detail", no_wrap=True, overflow="ellipsis", max_width=detail)
+    for a, cells in rows:
+        styled = [Text(c) for c in cells]
+        styled[4].stylize(_DECISION_STYLE.get(a.decision, ""))
+        table.add_row(*styled, Text(a.detail))
     return table
 
 
 def print_attempts(console: Console, attempts: Sequence[Attempt], title: str | None = None) -> None:
-    if attempts:
-        console.print(attempts_table(attempts, title=title))
+    if not attempts:
+        return
+    if title:
+        from rich.text import Text
+
+        console.print(Text(title, style="bold"))
+    console.print(attempts_table(attempts, width=console.width))
 
 
 class LiveAttempts:
@@ -132,7 +162,9 @@ class LiveAttempts:
     def _final(self) -> RenderableType:
         from rich.text import Text
 
-        return attempts_table(self.attempts) if self.attempts else Text("")
+        if not self.attempts:
+            return Text("")
+        return attempts_table(self.attempts, width=self._console.width)
 
     def _render(self) -> RenderableType:
         if self._finished:
@@ -148,7 +180,8 @@ class LiveAttempts:
         spinner = Spinner("dots", text=f"{what}… {elapsed:.1f}s", style="cyan")
         if not self.attempts:
             return spinner
-        return Group(attempts_table(self.attempts, countdown=countdown), spinner)
+        table = attempts_table(self.attempts, countdown=countdown, width=self._console.width)
+        return Group(table, spinner)
 
 
 def _describe(provider: str | None, model: str | None) -> str:

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from cli import routing
 from cli.app import PROG, guarded, markup_mode, version
 from cli.common import CONFIG_HELP, STATE_HELP
 from cli.group import AskByDefault
@@ -22,10 +23,28 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _lazy_commands() -> dict[str, str]:
+    from importlib.util import find_spec
+
+    present: dict[str, bool] = {}
+    out = {}
+    for name, module in routing.LAZY_COMMANDS.items():
+        if module not in present:
+            present[module] = find_spec(module) is not None
+        if present[module]:
+            out[name] = module
+    return out
+
+
 def build_app() -> typer.Typer:
+    mode = markup_mode()
+
+    class SupportAsk(AskByDefault):
+        lazy = _lazy_commands()
+        markup = mode
 
     app = typer.Typer(
-        cls=AskByDefault,
+        cls=SupportAsk,
         name=PROG,
         help=(
             "Answer a customer-support question from help-centre articles with LLMs, "
@@ -33,7 +52,7 @@ def build_app() -> typer.Typer:
             f'`{PROG} "question"` is short for `{PROG} ask "question"`.'
         ),
         context_settings={"help_option_names": ["-h", "--help"]},
-        rich_markup_mode=markup_mode(),  # type: ignore[arg-type]
+        rich_markup_mode=mode,  # type: ignore[arg-type]
         pretty_exceptions_enable=False,
         add_completion=True,
     )
@@ -53,25 +72,7 @@ def build_app() -> typer.Typer:
         """Answer a customer-support question from help-centre articles with LLMs."""
 
     _register_ask(app)
-    from cli import config_cmd, cooldowns_cmd, simulate_cmd
-
-    simulate_cmd.register(app)
-    cooldowns_cmd.register(app)
-    config_cmd.register(app)
-    _register_observe(app)
     return app
-
-
-def _register_observe(app: typer.Typer) -> None:
-    """`stats` and `eval` live in cli/observe.py (written separately); absent, they are
-    simply not offered."""
-    from importlib.util import find_spec
-
-    if find_spec("cli.observe") is None:
-        return
-    from cli import observe
-
-    observe.register(app)
 
 
 ARTICLES_HELP = "An article file or a folder of them (read recursively); repeatable."

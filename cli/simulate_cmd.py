@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.common import CONFIG_HELP, STATE_HELP
+from gateway.model import Status
 
 if TYPE_CHECKING:
     from cli.diag import Diag
@@ -74,7 +75,9 @@ def _is_key_var(config: Config, name: str) -> bool:
 
 def _summary_line(number: int, result: Result) -> str:
     waited = sum(a.wait_s for a in result.attempts)
-    served = f"{result.status} by {result.deployment}" if result.deployment else str(result.status)
+    served = str(result.status)
+    if result.deployment and result.status in (Status.ANSWERED, Status.REFUSED):
+        served = f"{result.status} by {result.deployment}"
     calls = result.served_attempts
     return (
         f"request {number}: {served} after {calls} call{'s' if calls != 1 else ''}, "
@@ -83,6 +86,13 @@ def _summary_line(number: int, result: Result) -> str:
 
 
 def run_simulate(opts: SimOptions, diag: Diag) -> int:
+    from cli.logsetup import logging_to_stderr
+
+    with logging_to_stderr(verbose=0, debug=False):
+        return _simulate(opts, diag)
+
+
+def _simulate(opts: SimOptions, diag: Diag) -> int:
     from cli import wiring
     from cli.ask import report_outcome
     from cli.exitcodes import ExitCode, exit_code_for
@@ -153,10 +163,12 @@ def run_simulate(opts: SimOptions, diag: Diag) -> int:
                 transport=transport,
             )
             result = engine.ask(request, on_text=sink)
+            if sink is not None:
+                sink.end_line()
             if not diag.quiet:
                 print_attempts(diag.console(), result.attempts, title=title)
         if sink is not None:
-            sink.end_line()
+            sink.end_line()  # idempotent: a no-op when it already ended the line above
         if opts.json:
             write_json(result, json_lines=opts.stream)
         elif result.answer is not None and not (sink is not None and sink.wrote):

@@ -1,0 +1,266 @@
+"""simulate, cooldowns and config check through Typer's runner, with the real engine,
+adapters, classifier and state store (simulate's fake providers, virtual time)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.root import build_app
+from gateway.cooldown import FileStore
+from gateway.model import ErrorKind
+
+KEY_VARS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "SUPPORT_ASK_CONFIG",
+    "SUPPORT_ASK_STATE",
+    "SUPPORT_ASK_LOG",
+    "NO_COLOR",
+    "COLUMNS",
+)
+
+CONFIG = """\
+product: Acme Cloud
+policy:
+  retries: 2
+  backoff_base: 1.0
+  backoff_max: 8.0
+  cooldown: 60
+  budget: 30
+  timeout: 20
+deployments:
+  - name: primary
+    provider: openai
+    model: gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+    base_url: http://127.0.0.1:9/v1
+    context_window: 128000
+  - name: fallback
+    provider: anthropic
+    model: claude-haiku-4-5
+    api_key_env: ANTHROPIC_API_KEY
+    context_window: 200000
+    policy:
+      retries: 1
+  - name: local
+    provider: local
+    context_window: 1000000
+"""
+
+SECRET = "sk-real-key-MUST-NOT-LEAK-0987654321"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setenv("SUPPORT_ASK_STATE", str(tmp_path / "state.json"))
+    monkeypatch.setenv("SUPPORT_ASK_LOG", str(tmp_path / "attempts.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "support-ask.yaml").write_text(CONFIG)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "reset.md").write_text("# Reset your password\n\nOpen Settings, then Reset password.\n")
+    return tmp_path
+
+
+def run(args: list[str], input: str | None = None) -> Any:
+    return CliRunner().invoke(build_app(), args, input=input, prog_name="support-ask")
+
+
+# --- simulate ------------------------------------------------------------------------------
+
+
+def test_simulate_shows_the_waits_it_would_have_taken_without_taking_them(home: Path) -> None:
+    started = time.monotonic()
+    out = run(["simulate", "--fail", "primary=429x3@2s", "-a", "kb"])
+    assert time.monotonic() - started < 2  # two 2 s waits, in virtual time
+    assert out.exit_code == 0
+    assert out.stdout.startswith("[fallback]")
+    table = out.stderr
+    assert table.count("rate_limit") >= 3
+    assert "2.0s" in table and "fail_over" in table and "answered" in table
+    assert "answered by fallback (anthropic claude-haiku-4-5) after 4 attempts" in table
+    assert "waited 4.0s" in table
+
+
+def test_simulate_second_request_skips_the_cooled_down_deployment(home: Path) -> None:
+    out = run(["simulate", "-f", "primary=503x*", "--requests", "2", "-a", "kb"])
+    assert out.exit_code == 0
+    first, second = out.stderr.split("request 2/2")
+    assert "overloaded" in first
+    assert "skipped" in second and "cooling down" in second
+    assert "calls received: primary 3, fallback 2" in out.stderr  # none to primary the 2nd time
+    assert out.stdout.count("[fallback]") == 2
+
+
+def test_simulate_json_prints_one_object_per_request(home: Path) -> None:
+    out = run(["simulate", "-f", "primary=401", "-n", "2", "--json", "-q", "-a", "kb"])
+    assert out.exit_code == 0
+    first, second = (json.loads(line) for line in out.stdout.splitlines())
+    assert first["deployment"] == second["deployment"] == "fallback"
+    assert [a["error_class"] for a in first["attempts"]][:1] == ["auth"]
+    assert second["attempts"][0]["decision"] == "skipped"
+    assert out.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("fault", "code", "stdout"),
+    [
+        ("primary=refusal", 3, "I'm sorry"),
+        ("primary=400", 65, ""),
+    ],
+)
+def test_simulate_fatal_faults_stop_at_once(home: Path, fault: str, code: int, stdout: str) -> None:
+    out = run(["simulate", "-f", fault, "-a", "kb", "--json"])
+    assert out.exit_code == code
+    obj = json.loads(out.stdout)
+    assert [a["deployment"] for a in obj["attempts"]] == ["primary"]  # no failover
+    assert (obj["answer"] or "").startswith(stdout)
+
+
+def test_simulate_stream_cut_keeps_the_text_and_exits_69(home: Path) -> None:
+    out = run(["simulate", "-f", "primary=cut:2", "--stream", "-a", "kb"])
+    assert out.exit_code == 69
+    assert out.stdout.startswith("[primary]") and out.stdout.endswith("\n")
+    assert "stopped" in out.stderr
+
+
+def test_simulate_works_with_real_keys_set_and_never_shows_them(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    out = run(["simulate", "-f", "primary=429x1", "--json", "-a", "kb"])
+    assert out.exit_code == 0
+    assert SECRET not in out.stdout + out.stderr
+
+
+def test_simulate_uses_a_default_question(home: Path) -> None:
+    out = run(["simulate", "-a", "kb"])
+    assert out.exit_code == 0
+    assert "How do I reset my password?" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("primary=bogus", "unknown fault 'bogus'"),
+        ("primray=429", "did you mean 'primary'?"),
+        ("local=429", "local deployment"),
+        ("primary", "missing '='"),
+    ],
+)
+def test_simulate_bad_fault_is_a_usage_error(home: Path, fault: str, message: str) -> None:
+    out = run(["simulate", "-f", fault])
+    assert out.exit_code == 2
+    assert message in out.stderr
+    assert out.stdout == ""
+
+
+def test_simulate_with_state_shares_its_cooldowns(home: Path) -> None:
+    state = home / "sim-state.json"
+    run(["simulate", "-f", "primary=quota", "--state", str(state), "-a", "kb"])
+    listed = run(["cooldowns", "--state", str(state), "--json"])
+    assert [c["deployment"] for c in json.loads(listed.stdout)] == ["primary"]
+    # Without --state, simulate's cooldowns stay in memory and touch no file.
+    run(["simulate", "-f", "primary=quota", "-a", "kb"])
+    assert not (home / "state.json").exists()
+
+
+# --- cooldowns -----------------------------------------------------------------------------
+
+
+def _cool(path: Path, name: str, *, seconds: float, kind: ErrorKind) -> None:
+    now = time.time()
+    FileStore(path).cool(name, until=now + seconds, kind=kind, now=now, detail=f"{kind} seen")
+
+
+def test_cooldowns_lists_time_left_class_and_start(home: Path) -> None:
+    state = home / "state.json"
+    assert "no deployment is cooling down" in run(["cooldowns"]).stdout
+    _cool(state, "primary", seconds=90, kind=ErrorKind.RATE_LIMIT)
+    out = run(["cooldowns"])
+    assert out.exit_code == 0
+    assert "primary" in out.stdout and "rate_limit" in out.stdout
+    assert "1m29s" in out.stdout or "1m30s" in out.stdout
+    assert time.strftime("%Y-%m-%d") in out.stdout  # started, in local time
+    obj = json.loads(run(["cooldowns", "--json"]).stdout)
+    assert obj[0]["deployment"] == "primary"
+    assert 85 < obj[0]["seconds_left"] <= 90
+
+
+def test_cooldowns_reset_one_or_all(home: Path) -> None:
+    state = home / "state.json"
+    _cool(state, "primary", seconds=60, kind=ErrorKind.RATE_LIMIT)
+    _cool(state, "fallback", seconds=60, kind=ErrorKind.OVERLOADED)
+    assert run(["cooldowns", "reset", "primary"]).exit_code == 0
+    assert [c.deployment for c in FileStore(state).entries()] == ["fallback"]
+    assert run(["cooldowns", "reset"]).exit_code == 0
+    assert FileStore(state).entries() == []
+
+
+def test_cooldowns_reset_unknown_name_is_a_usage_error(home: Path) -> None:
+    out = run(["cooldowns", "reset", "primay"])
+    assert out.exit_code == 2
+    assert "did you mean 'primary'?" in out.stderr
+
+
+def test_cooldowns_path_follows_flag_and_environment(home: Path) -> None:
+    assert run(["cooldowns", "path"]).stdout == f"{home / 'state.json'}\n"
+    other = home / "other.json"
+    assert run(["cooldowns", "path", "--state", str(other)]).stdout == f"{other}\n"
+    assert run(["cooldowns", "--state", str(other), "path"]).stdout == f"{other}\n"
+
+
+# --- config check --------------------------------------------------------------------------
+
+
+def test_config_check_shows_the_resolved_config(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    out = run(["config", "check"])
+    assert out.exit_code == 0
+    text = out.stdout
+    assert f"config: {home / 'support-ask.yaml'}" in text
+    assert "1. primary: openai gpt-4o-mini, window 128,000 tokens" in text
+    assert "OPENAI_API_KEY ✓ set" in text and "ANTHROPIC_API_KEY ✗ not set" in text
+    assert "policy: retries=1" in text  # fallback's override
+    assert "retries=2, backoff_base=1" in text  # the top-level policy
+    assert "long_context: none" in text
+    assert f"state: {home / 'state.json'}" in text
+    assert SECRET not in text + out.stderr
+
+
+def test_config_check_problem_exits_78_with_file_line_and_key(home: Path) -> None:
+    bad = CONFIG.replace("    context_window: 200000\n", "    context_window: -5\n")
+    (home / "support-ask.yaml").write_text(bad)
+    out = run(["config", "check"])
+    assert out.exit_code == 78
+    assert "support-ask.yaml:" in out.stderr and "context_window" in out.stderr
+
+
+def test_config_check_on_the_bundled_default(home: Path) -> None:
+    (home / "support-ask.yaml").unlink()
+    out = run(["config", "check"])
+    assert out.exit_code == 0
+    assert "config: <bundled default>" in out.stdout
+    assert "no config file found; searched" in out.stdout
+    assert "long_context: long: gemini" in out.stdout
+
+
+def test_help_lists_every_command(home: Path) -> None:
+    out = run(["--help"])
+    assert out.exit_code == 0
+    for command in ("ask", "simulate", "cooldowns", "config"):
+        assert command in out.stdout
