@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ANSWER = "Open Settings, then Security, and choose Reset password."
@@ -47,6 +48,36 @@ RESPONSE = (
 )
 
 
+# A streamed answer: the first delta at once, the rest after STREAM_GAP seconds. A client
+# that buffers would hand its user the first token only after the gap.
+STREAM_GAP = 0.02
+FIRST_DELTA = "Open Settings,"
+
+
+def _chunk(delta: dict[str, str], finish_reason: str | None = None) -> bytes:
+    frame = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+    data = b"data: " + json.dumps(frame).encode() + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)  # one HTTP/1.1 chunk
+
+
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+STREAM_FIRST = _chunk({"role": "assistant", "content": FIRST_DELTA})
+STREAM_REST = (
+    _chunk({"content": ANSWER[len(FIRST_DELTA) :]})
+    + _chunk({}, "stop")
+    + b"%x\r\n%s\r\n" % (len(b"data: [DONE]\n\n"), b"data: [DONE]\n\n")
+    + b"0\r\n\r\n"
+)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
     # Real API servers do not hold small writes back; with Nagle's algorithm on, the
@@ -59,7 +90,13 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         self.server.last_body = body
         self.server.last_path = self.path
-        self.wfile.write(RESPONSE)  # status, headers and body in one segment
+        if b'"stream":true' not in body.replace(b" ", b""):
+            self.wfile.write(RESPONSE)  # status, headers and body in one segment
+            return
+        self.wfile.write(STREAM_HEAD + STREAM_FIRST)
+        self.wfile.flush()
+        time.sleep(STREAM_GAP)
+        self.wfile.write(STREAM_REST)
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # a line per request on stderr would cost more than the answer
