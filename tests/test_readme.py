@@ -1,0 +1,113 @@
+"""Everything the README shows is run here, so the README cannot drift from the code.
+
+Each `support-ask …` command in the README's sh blocks runs as a real process, offline:
+no API keys (the bundled config's `local` deployment answers), temporary state and log.
+The main command must answer "How do I reset my password?" from examples/kb with the
+LLM deployments visibly skipped for their missing keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY")
+
+
+def sh_blocks() -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", README, flags=re.S)
+
+
+def readme_commands() -> list[str]:
+    """Every `support-ask …` invocation, cut where the shell takes over (a pipe, a redirect)."""
+    found: list[str] = []
+    for block in sh_blocks():
+        for line in block.splitlines():
+            at = line.find("support-ask ")
+            if at < 0 or "pip install" in line:
+                continue
+            command = re.split(r"\s*(?:\||>|\)|;)\s*", line[at:])[0]
+            found.append(command.strip())
+    return found
+
+
+@pytest.fixture
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+    env.update(
+        HOME=str(tmp_path / "home"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        SUPPORT_ASK_STATE=str(tmp_path / "cooldowns.json"),
+        SUPPORT_ASK_LOG=str(tmp_path / "attempts.jsonl"),
+        NO_COLOR="1",
+    )
+    env.pop("SUPPORT_ASK_CONFIG", None)
+    return env
+
+
+def run(command: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    argv = shlex.split(command)
+    assert argv[0] == "support-ask"
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *argv[1:]],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def test_the_readme_shows_commands_to_run() -> None:
+    assert len(readme_commands()) >= 15
+
+
+@pytest.mark.parametrize("command", readme_commands())
+def test_every_readme_command_runs(command: str, offline_env: dict[str, str]) -> None:
+    stdin = "Can I get a refund?\n" if command.split()[1:2] == ["-"] else ""
+    proc = run(command, offline_env, stdin)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    # 1 is a bug and 2 a usage error: a README command must never earn either.
+    assert proc.returncode not in (1, 2), (proc.returncode, proc.stderr)
+
+
+def test_the_main_command_answers_offline_and_shows_why_llms_were_skipped(
+    offline_env: dict[str, str],
+) -> None:
+    main = next(c for c in readme_commands() if "reset my password" in c)
+    assert main == 'support-ask "How do I reset my password?" --articles examples/kb'
+    proc = run(main + " --show-attempts", offline_env)
+    assert proc.returncode == 0, proc.stderr
+    assert "password" in proc.stdout.lower()
+    assert "Resetting your password" in proc.stdout
+    assert "OPENAI_API_KEY not set" in proc.stderr
+    assert "ANTHROPIC_API_KEY not set" in proc.stderr
+    assert "local" in proc.stderr
+
+
+def test_the_json_example_has_the_fields_the_readme_names(offline_env: dict[str, str]) -> None:
+    proc = run('support-ask "Can I get a refund?" -a examples/kb --json', offline_env)
+    data = json.loads(proc.stdout)
+    documented = re.search(r"```json\n(.*?)```", README, flags=re.S)
+    assert documented is not None
+    for key in re.findall(r'"(\w+)":', documented.group(1)):
+        assert key in data or key in data["attempts"][0], key
+
+
+def test_the_readme_exit_code_table_matches_the_cli() -> None:
+    from cli.exitcodes import ExitCode
+    from cli.observe import CHECK_FAILED
+
+    table = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", README, flags=re.M))
+    assert {int(c) for c in table} == {int(e) for e in ExitCode} | {CHECK_FAILED}
