@@ -16,10 +16,11 @@ Standard library only. A test hands the server a function that plays one exchang
         assert server.exchanges[0].json()["stream"] is True
 
 `Exchange.respond(status, body, headers=...)` sends a whole reply instead (a dict body is
-sent as JSON). A handler that returns after `start()` without `end()` drops the
-connection, so the client sees the body cut short. Keep-alive works: several requests on
-one connection each get their own `Exchange`, in order. `refused_url()` gives a URL on a
-port where nothing listens. Stopping the server (leaving the `with`) wakes every `pause`
+sent as JSON); `send_raw` writes bytes unframed (a status line sent piecemeal). A handler
+that returns after `start()` without `end()` drops the connection, so the client sees the
+body cut short. Keep-alive works: several requests on one connection each get their own
+`Exchange`, in order (`server.connections` counts connections). `refused_url()` gives a
+URL on a port where nothing listens. Stopping the server (leaving the `with`) wakes every `pause`
 and `hang`, so a test never waits for a handler's sleep.
 """
 
@@ -90,6 +91,10 @@ class Exchange:
         raw = data.encode() if isinstance(data, str) else data
         if raw:
             self._write(b"%x\r\n%s\r\n" % (len(raw), raw))
+
+    def send_raw(self, data: bytes | str) -> None:
+        """Write bytes as they are, no framing: a status line or header sent piecemeal."""
+        self._write(data.encode() if isinstance(data, str) else data)
 
     def end(self) -> None:
         """End a chunked reply cleanly."""

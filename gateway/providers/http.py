@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import functools
 import heapq
 import itertools
@@ -310,17 +311,28 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=True)
 
 
+def _is_secret(name: str) -> bool:
+    low = name.lower()
+    return low in _SECRET_HEADERS or any(f in low for f in _SECRET_FRAGMENTS)
+
+
+def _secret_values(headers: Mapping[str, str]) -> tuple[str, ...]:
+    values: set[str] = set()
+    for name, value in headers.items():
+        if _is_secret(name):
+            values.add(value)
+            values.add(value.partition(" ")[2])  # the token after "Bearer "
+    # Longest first, so a token is not half-replaced by a shorter one; very short values
+    # would scrub ordinary words.
+    return tuple(sorted((v for v in values if len(v) >= 8), key=len, reverse=True))
+
+
 def redact_url(url: str) -> str:
     return _SECRET_QUERY.sub(r"\1***", url)
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in headers.items():
-        low = name.lower()
-        secret = low in _SECRET_HEADERS or any(f in low for f in _SECRET_FRAGMENTS)
-        out[low] = "***" if secret else value
-    return out
+    return {name.lower(): "***" if _is_secret(name) else value for name, value in headers.items()}
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -345,6 +357,7 @@ class HttpClient:
         self._sockets = transport is None
         self._connect_timeout = connect_timeout
         self._last_stream: object = None
+        self._secrets = _secret_values(headers)
         self._client = httpx.Client(
             headers={"user-agent": "support-ask", "content-type": "application/json", **headers},
             transport=transport,
@@ -359,6 +372,19 @@ class HttpClient:
 
     def close(self) -> None:
         self._client.close()
+
+    def scrub(self, err: ProviderError) -> ProviderError:
+        """`err` with this client's credentials cut out of its detail.
+
+        The classifier already redacts anything shaped like a key; this catches the rest
+        (a proxy's token of any shape, echoed back in an error message).
+        """
+        detail = err.failure.detail
+        for secret in self._secrets:
+            detail = detail.replace(secret, "***")
+        if detail == err.failure.detail:
+            return err
+        return ProviderError(dataclasses.replace(err.failure, detail=detail), partial=err.partial)
 
     def post_json(self, url: str, body: Mapping[str, object], *, timeout: float) -> object:
         """POST `body`, return the 2xx reply's JSON; every failure raises ProviderError."""
@@ -544,16 +570,21 @@ class HttpProvider(ABC):
     def complete(
         self, request: Request, *, timeout: float, on_text: TextSink | None = None
     ) -> Reply:
-        if on_text is None:
-            body = self._body(request, stream=False)
-            return self._parse(self._http.post_json(self._url(stream=False), body, timeout=timeout))
-        return self._http.stream_reply(
-            self._url(stream=True),
-            self._body(request, stream=True),
-            timeout=timeout,
-            on_text=on_text,
-            parser=self._parser(),
-        )
+        try:
+            if on_text is None:
+                data = self._http.post_json(
+                    self._url(stream=False), self._body(request, stream=False), timeout=timeout
+                )
+                return self._parse(data)
+            return self._http.stream_reply(
+                self._url(stream=True),
+                self._body(request, stream=True),
+                timeout=timeout,
+                on_text=on_text,
+                parser=self._parser(),
+            )
+        except ProviderError as err:
+            raise self._http.scrub(err) from None
 
     def close(self) -> None:
         self._http.close()
