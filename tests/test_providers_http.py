@@ -249,3 +249,25 @@ def test_redaction_helpers() -> None:
 def test_client_repr_shows_no_headers() -> None:
     client = HttpClient({"authorization": "Bearer sk-never-shown-0000"}, transport=replay())
     assert "sk-never-shown" not in repr(client)
+
+
+def test_plain_http_endpoint_never_loads_the_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gateway.providers.http as http_layer
+
+    def loaded() -> None:
+        raise AssertionError("the CA bundle was loaded for an http:// endpoint")
+
+    monkeypatch.setattr(http_layer, "_ssl_context", loaded)
+    local = Deployment(
+        name="ollama",
+        provider=ProviderKind.OPENAI,
+        context_window=8192,
+        model="llama3.2",
+        base_url="http://localhost:11434/v1",
+    )
+    OpenAIProvider(local, None).close()
+    with pytest.raises(AssertionError, match="CA bundle"):
+        adapter_for_https = Deployment(
+            name="openai", provider=ProviderKind.OPENAI, context_window=8192, model="m"
+        )
+        OpenAIProvider(adapter_for_https, None)

@@ -187,7 +187,14 @@ class AnthropicProvider(HttpProvider):
         headers["anthropic-version"] = ANTHROPIC_VERSION
         if key is not None:
             headers["x-api-key"] = key.reveal()
-        super().__init__(HttpClient(headers, transport=transport, clock=clock))
+        super().__init__(
+            HttpClient(
+                headers,
+                transport=transport,
+                clock=clock,
+                tls=self._endpoint.startswith("https:"),
+            )
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(deployment={self.deployment!r}, url={self._endpoint!r})"

@@ -210,7 +210,14 @@ class GeminiProvider(HttpProvider):
         headers = {name.lower(): value for name, value in deployment.headers}
         if key is not None:
             headers["x-goog-api-key"] = key.reveal()
-        super().__init__(HttpClient(headers, transport=transport, clock=clock))
+        super().__init__(
+            HttpClient(
+                headers,
+                transport=transport,
+                clock=clock,
+                tls=self._generate.startswith("https:"),
+            )
+        )
 
     def __repr__(self) -> str:
         return f"GeminiProvider(deployment={self.deployment!r}, url={self._generate!r})"

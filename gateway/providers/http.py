@@ -306,9 +306,19 @@ def _shutdown(stream: object) -> None:
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    # Loading the CA bundle costs milliseconds: once per process, shared by every adapter.
+    # Loading the CA bundle costs ~20 ms: once per process, shared by every adapter.
     # trust_env keeps SSL_CERT_FILE / SSL_CERT_DIR working.
     return httpx.create_ssl_context(trust_env=True)
+
+
+@functools.cache
+def _no_ca_context() -> ssl.SSLContext:
+    # For a plain-http endpoint (a local Ollama or vLLM) the CA bundle is never needed.
+    # This context still verifies (it trusts no CA at all), so if TLS ever did happen on
+    # such a client it would fail closed, never open.
+    import ssl
+
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _is_secret(name: str) -> bool:
@@ -343,6 +353,7 @@ class HttpClient:
 
     `transport` replaces the network (httpx.MockTransport in tests, the simulator); with
     the real network, a watchdog enforces each attempt's deadline on the socket itself.
+    `tls=False` (an http:// endpoint) skips loading the CA bundle.
     """
 
     def __init__(
@@ -352,6 +363,7 @@ class HttpClient:
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_S,
+        tls: bool = True,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._sockets = transport is None
@@ -361,7 +373,7 @@ class HttpClient:
         self._client = httpx.Client(
             headers={"user-agent": "support-ask", "content-type": "application/json", **headers},
             transport=transport,
-            verify=_ssl_context() if transport is None else True,
+            verify=(_ssl_context() if tls else _no_ca_context()) if transport is None else True,
             follow_redirects=False,
             timeout=httpx.Timeout(connect=connect_timeout, read=60.0, write=60.0, pool=60.0),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),

@@ -211,7 +211,14 @@ class OpenAIProvider(HttpProvider):
         self._endpoint, self._dialect = self._locate(deployment)
         headers = {name.lower(): value for name, value in deployment.headers}
         headers.update(self._auth(key))  # ours win over a configured header of the same name
-        super().__init__(HttpClient(headers, transport=transport, clock=clock))
+        super().__init__(
+            HttpClient(
+                headers,
+                transport=transport,
+                clock=clock,
+                tls=self._endpoint.startswith("https:"),
+            )
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(deployment={self.deployment!r}, url={self._endpoint!r})"
