@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -30,21 +31,28 @@ def test_local_deployment_gets_the_offline_provider_without_a_key() -> None:
     assert type(provider).__name__ == "LocalProvider"
 
 
-def test_only_the_adapter_in_use_is_imported() -> None:
+def test_only_the_adapter_in_use_is_imported_and_a_good_answer_loads_no_classifier() -> None:
     script = textwrap.dedent(
         """
         import sys
         from gateway.config import Deployment
-        from gateway.model import ProviderKind
+        from gateway.model import ProviderKind, Request
         import gateway.providers as providers
         assert "httpx" not in sys.modules, "importing the registry must not import httpx"
+        from tests.provider_fixtures import replay
         d = Deployment(name="a", provider=ProviderKind.ANTHROPIC, context_window=1, model="m")
-        providers.build_provider(d, None)
+        provider = providers.build_provider(d, None, transport=replay("anthropic/message"))
+        provider.complete(Request(system="s", question="q", max_output_tokens=5), timeout=5)
+        assert "gateway.errors" not in sys.modules, "the happy path classifies nothing"
         loaded = sorted(m for m in sys.modules if m.startswith("gateway.providers."))
         print(" ".join(loaded))
         """
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
     ).stdout.split()
     assert out == ["gateway.providers.anthropic", "gateway.providers.http"]

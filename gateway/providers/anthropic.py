@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gateway import errors
 from gateway.model import ErrorKind, ProviderError, Reply, Request
 from gateway.providers.http import (
     HttpClient,
@@ -34,6 +33,7 @@ from gateway.providers.http import (
     decode_json,
     malformed,
     protocol_failure,
+    stream_error,
     truncated,
 )
 
@@ -78,7 +78,7 @@ def _finish(
 
 
 def _error(data: object, now: float) -> ProviderError:
-    return ProviderError(errors.classify_stream_error(data, now=now))
+    return stream_error(data, now=now)
 
 
 def parse_message(data: object, *, now: float) -> Reply:

@@ -16,8 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from gateway import errors
-from gateway.model import ProviderError, Reply, Request
+from gateway.model import Reply, Request
 from gateway.providers.http import (
     HttpClient,
     HttpProvider,
@@ -29,6 +28,7 @@ from gateway.providers.http import (
     carries_error,
     decode_json,
     malformed,
+    stream_error,
     truncated,
 )
 
@@ -73,7 +73,7 @@ class _Chunk:
 
     def __init__(self, data: object, now: float) -> None:
         if carries_error(data):
-            raise ProviderError(errors.classify_stream_error(data, now=now))
+            raise stream_error(data, now=now)
         if not isinstance(data, dict):
             raise malformed("the reply is not a JSON object")
         candidates = as_list(data.get("candidates"))

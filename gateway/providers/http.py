@@ -11,7 +11,8 @@ What lives here and nowhere else:
   is still blocked in the kernel at the deadline (closing a socket from another thread does
   not wake a blocked read; shutting it down does);
 - status, headers and body of a non-2xx handed to `gateway.errors.classify_response`, and
-  every transport exception to `classify_exception`, raised as `ProviderError`;
+  every transport exception to `classify_exception`, raised as `ProviderError` (the
+  classifier is imported on the first failure: a good answer never loads it);
 - server-sent events decoded incrementally, so a streamed delta reaches `on_text` as soon
   as its frame is complete;
 - the `--debug` HTTP log on `support_ask.http`, with credentials redacted.
@@ -38,7 +39,6 @@ from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
-from gateway import errors
 from gateway.clock import SystemClock
 from gateway.model import ErrorKind, Failure, ProviderError, Reply, Request, TextSink
 
@@ -61,7 +61,13 @@ _SECRET_HEADERS = frozenset(
 _SECRET_FRAGMENTS = ("key", "auth", "token", "secret", "cookie", "password")
 _SECRET_QUERY = re.compile(r"([?&](?:key|api[-_]?key|access_token|token)=)[^&#]*", re.IGNORECASE)
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id")
-_CONNECTED = frozenset({"connection.connect_tcp.complete", "connection.start_tls.complete"})
+# httpcore's trace events that hand over a freshly connected network stream: direct, and
+# through an HTTP(S) or SOCKS proxy.
+_CONNECTED = frozenset(
+    f"{via}.{step}.complete"
+    for via in ("connection", "proxy", "socks")
+    for step in ("connect_tcp", "start_tls")
+)
 
 
 # --- JSON helpers: provider bodies are read defensively, a wrong shape never crashes ---------
@@ -102,7 +108,16 @@ def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
     The kind is what the protocol says happened; what to do about it stays the
     classifier's table (`errors.default_decision`), so nothing is decided here.
     """
+    from gateway import errors
+
     return ProviderError(Failure(kind, errors.default_decision(kind), errors.redact(detail)))
+
+
+def stream_error(payload: object, *, now: float) -> ProviderError:
+    """An error carried inside a 200 (an error event or frame, an error choice)."""
+    from gateway import errors
+
+    return ProviderError(errors.classify_stream_error(payload, now=now))
 
 
 def malformed(detail: str) -> ProviderError:
@@ -478,6 +493,8 @@ class HttpClient:
             if self._sockets:
                 deadline.stream = response.extensions.get("network_stream", deadline.stream)
             if not response.is_success:
+                from gateway import errors  # the classifier loads only when something failed
+
                 body = self._error_body(response, deadline)
                 raise ProviderError(
                     errors.classify_response(
@@ -502,6 +519,8 @@ class HttpClient:
                 outcome = f"{outcome} deadline"
                 raise self._timed_out(deadline) from None
             outcome = f"{outcome} {type(exc).__name__}"
+            from gateway import errors
+
             raise ProviderError(errors.classify_exception(exc)) from None
         finally:
             if alarm is not None:

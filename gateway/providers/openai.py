@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway import errors
-from gateway.model import ProviderError, Reply, Request
+from gateway.model import Reply, Request
 from gateway.providers.http import (
     HttpClient,
     HttpProvider,
@@ -27,6 +26,7 @@ from gateway.providers.http import (
     carries_error,
     decode_json,
     malformed,
+    stream_error,
     truncated,
 )
 
@@ -112,14 +112,14 @@ def _raise_if_error(chunk: dict[str, object], choice: dict[str, object], now: fl
     """An error carried by a 200: a top-level `error` (OpenAI/vLLM/Gemini-compat frames), or
     OpenRouter's `choices[0].finish_reason "error"` with `choices[0].error`."""
     if chunk.get("error") or choice.get("error") or choice.get("finish_reason") == "error":
-        raise ProviderError(errors.classify_stream_error(chunk, now=now))
+        raise stream_error(chunk, now=now)
 
 
 def parse_completion(data: object, *, now: float) -> Reply:
     """A whole (non-streamed) chat.completion."""
     if isinstance(data, list) and carries_error(data):
         # Gemini's OpenAI-compatible endpoint wraps its errors in a list
-        raise ProviderError(errors.classify_stream_error(data, now=now))
+        raise stream_error(data, now=now)
     body = as_dict(data)
     choices = as_list(body.get("choices"))
     choice = as_dict(choices[0]) if choices else {}
@@ -156,7 +156,7 @@ class ChatStream:
             return ""
         data = decode_json(event.data, what="a stream chunk")
         if isinstance(data, list) and carries_error(data):
-            raise ProviderError(errors.classify_stream_error(data, now=self._now()))
+            raise stream_error(data, now=self._now())
         if not isinstance(data, dict):
             raise malformed(f"a stream chunk is not a JSON object: {event.data[:80]!r}")
         choices = as_list(data.get("choices"))
