@@ -345,3 +345,26 @@ def test_adapter_repr_names_the_deployment_not_the_key() -> None:
     provider = adapter(replay())
     assert "primary" in repr(provider)
     assert KEY.reveal() not in repr(provider)
+
+
+def test_content_given_as_typed_parts_keeps_only_the_text_parts() -> None:
+    # Mistral's reasoning models send content as a list: thinking parts, then text parts.
+    body = {
+        "model": "magistral-medium-2509",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": [{"type": "text", "text": "plan..."}]},
+                        {"type": "text", "text": "Open Settings > Billing."},
+                    ],
+                },
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+    reply = adapter(transport, base_url="https://api.mistral.ai/v1").complete(REQUEST, timeout=5)
+    assert reply.text == "Open Settings > Billing."

@@ -85,6 +85,15 @@ def chat_body(
     return body
 
 
+def content_text(value: object) -> str:
+    """Message or delta `content`: a string, or (Mistral's reasoning models, some gateways)
+    a list of typed parts, of which only the `text` parts are the answer."""
+    if isinstance(value, str):
+        return value
+    parts = (as_dict(part) for part in as_list(value))
+    return "".join(as_str(p.get("text")) or "" for p in parts if p.get("type", "text") == "text")
+
+
 def _finish(
     text: str,
     *,
@@ -128,7 +137,7 @@ def parse_completion(data: object, *, now: float) -> Reply:
         raise malformed("the reply has no choices")
     message = as_dict(choice.get("message"))
     return _finish(
-        as_str(message.get("content")) or "",
+        content_text(message.get("content")),
         refusal=as_str(message.get("refusal")),
         finish_reason=as_str(choice.get("finish_reason")),
         model=as_str(body.get("model")),
@@ -177,7 +186,7 @@ class ChatStream:
         refusal = as_str(delta.get("refusal"))
         if refusal:
             self._refusal = True
-        return (as_str(delta.get("content")) or "") + (refusal or "")
+        return content_text(delta.get("content")) + (refusal or "")
 
     def reply(self, text: str) -> Reply:
         if self._finish_reason is None and not self.finished:
