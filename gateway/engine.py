@@ -33,7 +33,7 @@ from gateway.model import (
     TextSink,
 )
 from gateway.policy import Plan, Step, next_step, plan_route
-from gateway.seams import Clock, ProviderFactory, RandomSource, Sleeper, StateStore
+from gateway.seams import Clock, Provider, ProviderFactory, RandomSource, Sleeper, StateStore
 from gateway.secret import Secret
 
 log = logging.getLogger("support_ask.engine")
@@ -80,6 +80,30 @@ class Engine:
         self._environ = environ
         self._count_tokens = count_tokens
         self._on_attempt = on_attempt
+        # One adapter per deployment and key for the engine's life: a kept-alive connection
+        # is most of what a second question to the same provider saves.
+        self._adapters: dict[tuple[str, Secret | None], Provider] = {}
+
+    def provider_for(self, deployment: Deployment, key: Secret | None) -> Provider:
+        adapter = self._adapters.get((deployment.name, key))
+        if adapter is None:
+            adapter = self._providers(deployment, key)
+            self._adapters[(deployment.name, key)] = adapter
+        return adapter
+
+    def close(self) -> None:
+        """Close every adapter built so far (their connection pools)."""
+        adapters, self._adapters = list(self._adapters.values()), {}
+        for adapter in adapters:
+            close = getattr(adapter, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def ask(
         self, request: Request, *, on_text: TextSink | None = None, exact_tokens: bool = False
@@ -187,7 +211,7 @@ class _Question:
     def _call(self, d: Deployment) -> _Verdict:
         """Call one deployment until it answers, fails over, or the question ends."""
         key, _ = self.e.key_for(d)
-        provider = self.e._providers(d, key)
+        provider = self.e.provider_for(d, key)
         mine = Budget(self.clock.monotonic(), d.policy.budget)
         retries = 0
         number = 0

@@ -463,3 +463,17 @@ def test_keys_never_reach_the_result():
     h = Harness({"primary": [failure(ErrorKind.AUTH)], "fallback": [failure(ErrorKind.AUTH)]})
     text = repr(h.ask().as_json())
     assert "sk-test-primary" not in text and "sk-ant-test" not in text
+
+
+def test_one_adapter_per_deployment_and_key_is_built_and_closed_with_the_engine():
+    h = Harness({"primary": [answer("ok")], "fallback": []})
+    closed: list[str] = []
+    h.providers["primary"].close = lambda: closed.append("primary")  # type: ignore[attr-defined]
+    with h.engine:
+        h.ask()
+        h.ask()
+        assert h.factory.built == ["primary"]
+        h.environ["OPENAI_API_KEY"] = "sk-rotated"
+        h.ask()
+        assert h.factory.built == ["primary", "primary"], "a new key needs a new adapter"
+    assert closed == ["primary", "primary"]
