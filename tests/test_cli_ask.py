@@ -346,7 +346,7 @@ def test_json_on_failure_has_a_null_answer_and_the_error(home: Path, engine: Any
 
 
 def test_stream_writes_each_delta_then_ends_the_line(home: Path, engine: Any) -> None:
-    fake = engine(result(answer="Open Settings."), deltas=("Open ", "Settings."))
+    engine(result(answer="Open Settings."), deltas=("Open ", "Settings."))
     out = run(["q", "-a", "kb", "--stream"])
     assert out.exit_code == 0
     assert out.stdout == "Open Settings.\n"  # streamed once, not repeated at the end
