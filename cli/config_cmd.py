@@ -153,8 +153,12 @@ def register(app: typer.Typer) -> None:
 
     @group.command("check")
     def check_cmd(
-        config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
-        state: Annotated[Path | None, typer.Option("--state", help=STATE_HELP)] = None,
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")
+        ] = None,
+        state: Annotated[
+            Path | None, typer.Option("--state", help=STATE_HELP, metavar="FILE")
+        ] = None,
     ) -> None:
         """Validate the config; show the deployments, policy, files, and which keys are set."""
         from cli.app import guarded

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from gateway.config import Config
     from gateway.model import Cooldown
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)]
-StateOpt = Annotated[Path | None, typer.Option("--state", help=STATE_HELP)]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")]
+StateOpt = Annotated[Path | None, typer.Option("--state", help=STATE_HELP, metavar="FILE")]
 
 
 def _setup(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> tuple[Config, Path]:
@@ -129,7 +129,8 @@ def register(app: typer.Typer) -> None:
     def reset_cmd(
         ctx: typer.Context,
         name: Annotated[
-            str | None, typer.Argument(help="The deployment to clear; none clears all.")
+            str | None,
+            typer.Argument(help="The deployment to clear; none clears all.", metavar="NAME"),
         ] = None,
         config: ConfigOpt = None,
         state: StateOpt = None,

@@ -88,23 +88,27 @@ def _register_ask(app: typer.Typer) -> None:
             typer.Argument(
                 help="The question (several words are joined). `-` reads it from stdin; "
                 "with none, piped stdin is read.",
+                metavar="QUESTION",
                 show_default=False,
             ),
         ] = None,
         articles: Annotated[
             list[Path] | None,
-            typer.Option("--articles", "-a", help=ARTICLES_HELP, show_default=False),
+            typer.Option(
+                "--articles", "-a", help=ARTICLES_HELP, metavar="PATH", show_default=False
+            ),
         ] = None,
         config: Annotated[
             Path | None,
-            typer.Option("--config", "-c", help=CONFIG_HELP),
+            typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE"),
         ] = None,
         state: Annotated[
             Path | None,
-            typer.Option("--state", help=STATE_HELP),
+            typer.Option("--state", help=STATE_HELP, metavar="FILE"),
         ] = None,
         product: Annotated[
-            str | None, typer.Option("--product", help="The product name the prompt uses.")
+            str | None,
+            typer.Option("--product", help="The product name the prompt uses.", metavar="NAME"),
         ] = None,
         json_out: Annotated[
             bool, typer.Option("--json", help="Print one JSON object (answer, attempts).")
@@ -127,7 +131,13 @@ def _register_ask(app: typer.Typer) -> None:
         ] = False,
         verbose: Annotated[
             int,
-            typer.Option("--verbose", "-v", count=True, help="Log each attempt (-vv: debug)."),
+            typer.Option(
+                "--verbose",
+                "-v",
+                count=True,
+                help="Log each attempt (-vv: debug).",
+                show_default=False,
+            ),
         ] = 0,
         debug: Annotated[
             bool,
@@ -140,6 +150,7 @@ def _register_ask(app: typer.Typer) -> None:
             Path | None,
             typer.Option(
                 "--log",
+                metavar="FILE",
                 help="The attempt log file (else $SUPPORT_ASK_LOG, the "
                 "config's log.path, the user log dir).",
             ),

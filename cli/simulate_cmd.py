@@ -203,7 +203,9 @@ def register(app: typer.Typer) -> None:
         question: Annotated[
             list[str] | None,
             typer.Argument(
-                help=f'The question (default: "{DEFAULT_QUESTION}").', show_default=False
+                help=f'The question (default: "{DEFAULT_QUESTION}").',
+                metavar="QUESTION",
+                show_default=False,
             ),
         ] = None,
         fail: Annotated[
@@ -223,6 +225,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--requests",
                 "-n",
+                metavar="N",
                 help="Questions to send in a row "
                 "(the second shows a cooled-down deployment skipped).",
             ),
@@ -236,6 +239,7 @@ def register(app: typer.Typer) -> None:
                 "--articles",
                 "-a",
                 help="Articles (default: ./examples/kb if present).",
+                metavar="PATH",
                 show_default=False,
             ),
         ] = None,
@@ -244,15 +248,20 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--json", help="One JSON object per request.")
         ] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No tables or notices.")] = False,
-        config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")
+        ] = None,
         state: Annotated[
             Path | None,
             typer.Option(
-                "--state", help=STATE_HELP + " Default here: a temporary, in-memory state."
+                "--state",
+                help=STATE_HELP + " Default here: a temporary, in-memory state.",
+                metavar="FILE",
             ),
         ] = None,
         seed: Annotated[
-            int | None, typer.Option("--seed", help="Seed the jitter for repeatable waits.")
+            int | None,
+            typer.Option("--seed", help="Seed the jitter for repeatable waits.", metavar="N"),
         ] = None,
     ) -> None:
         """Run the real engine against simulated providers that fail as you say."""
