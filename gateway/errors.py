@@ -4,13 +4,17 @@ become a `Failure` (a kind and a decision).
 Everything that decides is data, read top to bottom in precedence order:
 
 - `POLICY`: each kind's default decision and whether it cools the deployment down;
-- `_BODY_RULES`: what the body's type/code/status/reason fields or message text prove,
+- `_body_rules()`: what the body's type/code/status/reason fields or message text prove,
   whatever the HTTP status (refusal, quota, context window, auth, model not found);
 - `_STATUS_KINDS`: what the HTTP status (or an error code embedded in a 200 stream) means
   when the body proved nothing stronger;
-- `_HINT_RULES`: weaker body hints, used only when the status says nothing (a 200 stream, an
-  unlisted status);
-- `_EXCEPTION_KINDS` / `_CONNECT_CAUSES`: transport exceptions.
+- `_hint_rules()`: weaker body hints, used only when the status says nothing (a 200 stream,
+  an unlisted status);
+- `_exception_kinds()` / `_connect_causes()`: transport exceptions.
+
+The engine imports this module for `cools_down` on every run, and a question that goes well
+classifies nothing. So the tables that hold regexes or name httpx's exceptions are built by
+cached functions on first use: importing the module compiles no regex and loads no httpx.
 
 Sources for every rule are in /work/shared/provider-reference.md (sections 1 and 7) and the
 cases in tests/test_errors.py.
@@ -18,19 +22,15 @@ cases in tests/test_errors.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-import socket
-import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-import httpx
-
 from gateway.model import Decision, ErrorKind, Failure
-from gateway.retry_after import header_value, message_delay, parse_body_delay, parse_retry_after
 
 # --------------------------------------------------------------------------- the policy
 
@@ -119,119 +119,129 @@ def _rules(kind: ErrorKind, field: Field, *patterns: re.Pattern[str]) -> tuple[R
 _K = ErrorKind
 _F = Field
 
-# Order is precedence: the first rule that matches decides. Rough order, after
-# reference §7: refusal, hard quota/billing, context window, per-day quotas, auth/region,
-# model not found.
-_BODY_RULES: tuple[Rule, ...] = (
-    # -- refusal / safety (§1.4, §7.4): FATAL, whatever the status.
-    Rule(
-        _K.REFUSAL,
-        _F.CODE,
-        _one_of(
-            "invalid_prompt",  # OpenAI 400 "Invalid prompt: your prompt was flagged"
-            "bio_policy",  # OpenAI Responses error codes
-            "image_content_policy_violation",
-            "content_policy_violation",
-            "content_filter",  # Azure 400
+
+@functools.cache
+def _body_rules() -> tuple[Rule, ...]:
+    # Order is precedence: the first rule that matches decides. Rough order, after
+    # reference §7: refusal, hard quota/billing, context window, per-day quotas,
+    # auth/region, model not found.
+    return (
+        # -- refusal / safety (§1.4, §7.4): FATAL, whatever the status.
+        Rule(
+            _K.REFUSAL,
+            _F.CODE,
+            _one_of(
+                "invalid_prompt",  # OpenAI 400 "Invalid prompt: your prompt was flagged"
+                "bio_policy",  # OpenAI Responses error codes
+                "image_content_policy_violation",
+                "content_policy_violation",
+                "content_filter",  # Azure 400
+            ),
         ),
-    ),
-    Rule(_K.REFUSAL, _F.REASON, _one_of("ResponsibleAIPolicyViolation")),  # Azure innererror
-    Rule(_K.REFUSAL, _F.MODERATION, _one_of("flagged")),  # OpenRouter 403 moderation metadata
-    *_rules(
-        _K.REFUSAL,
-        _F.MESSAGE,
-        # The same verdicts when a proxy (LiteLLM, a gateway) kept only the message.
-        _text(r"triggering Azure OpenAI's content management policy"),
-        _text(r"flagged as potentially violating our usage polic"),
-    ),
-    # -- billing / quota that no wait within a question fixes (§7.5).
-    Rule(_K.QUOTA, _F.TYPE, _one_of("insufficient_quota", "billing_error")),
-    Rule(
-        _K.QUOTA,
-        _F.CODE,
-        _one_of(
-            "insufficient_quota",
-            "credit_balance_exhausted",
-            "organization_spend_limit_exceeded",
-            "project_spend_limit_exceeded",
-            "organization_usage_limit_exceeded",
+        Rule(_K.REFUSAL, _F.REASON, _one_of("ResponsibleAIPolicyViolation")),  # Azure innererror
+        Rule(_K.REFUSAL, _F.MODERATION, _one_of("flagged")),  # OpenRouter 403 moderation metadata
+        *_rules(
+            _K.REFUSAL,
+            _F.MESSAGE,
+            # The same verdicts when a proxy (LiteLLM, a gateway) kept only the message.
+            _text(r"triggering Azure OpenAI's content management policy"),
+            _text(r"flagged as potentially violating our usage polic"),
         ),
-    ),
-    Rule(_K.QUOTA, _F.REASON, _one_of("enforced_spend_limit_reached")),
-    *_rules(
-        _K.QUOTA,
-        _F.MESSAGE,
-        _text(r"credit balance is too low"),  # Anthropic 400 (anthropics/claude-code#867)
-        _text(r"reached your specified (?:workspace )?API usage limits"),  # Anthropic 400
-        _text(r"\binsufficient (?:credits|balance|funds)\b"),  # OpenRouter/DeepSeek 402
-        _text(r"\bspend(?:ing)? limit\b"),
-    ),
-    # -- context window or request size (§1.3, §7.6): fail over, never cool down.
-    Rule(_K.CONTEXT_WINDOW, _F.CODE, _one_of("context_length_exceeded", "request_too_large")),
-    Rule(_K.CONTEXT_WINDOW, _F.TYPE, _one_of("request_too_large")),  # Anthropic 413
-    *_rules(
-        _K.CONTEXT_WINDOW,
-        _F.MESSAGE,
-        _text(r"context_length_exceeded"),
-        _text(r"maximum context length"),  # vLLM, legacy OpenAI
-        _text(r"prompt is too long"),  # Anthropic
-        _text(r"input token count .* exceeds the maximum"),  # Gemini
-        _text(r"input context is too long"),  # Gemini troubleshooting: 500 INTERNAL
-        _text(r"exceeds? the (?:model'?s )?context window"),
-        _text(r"exceed context limit"),  # Anthropic "input length and max_tokens exceed..."
-        _text(r"max_new_tokens\W*must be <="),  # Together / TGI
-        # OpenAI 429 / Groq 413 "Request too large for <model> ... on tokens per min":
-        # this one request exceeds the deployment's whole per-minute allowance, so no wait
-        # ever lets it through here. It is the input's size, not the deployment's health:
-        # fail over (maybe to a bigger-limit deployment) and do not cool this one down.
-        _text(r"request too large for\b"),
-    ),
-    # -- quotas measured per day (or set to zero): waiting out a minute does not help (§1.1).
-    Rule(_K.QUOTA, _F.QUOTA_ID, _text(r"PerDay")),  # Gemini QuotaFailure
-    *_rules(
-        _K.QUOTA,
-        _F.MESSAGE,
-        _text(r"\blimit: 0(?![\d.])"),  # Gemini "Quota exceeded for metric ..., limit: 0"
-        _text(r"\bper day\b"),  # Groq/OpenAI "on tokens per day (TPD)", "requests per day"
-    ),
-    # -- credentials, permission, region (§1.2, §7.7).
-    Rule(_K.AUTH, _F.REASON, _one_of("API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED")),
-    Rule(
-        _K.AUTH,
-        _F.CODE,
-        _one_of("invalid_api_key", "unsupported_country_region_territory", "invalid_auth"),
-    ),
-    Rule(
-        _K.AUTH,
-        _F.TYPE,
-        _one_of("authentication_error", "permission_error", "request_forbidden"),
-    ),
-    Rule(
-        _K.AUTH, _F.STATUS, _one_of("UNAUTHENTICATED", "PERMISSION_DENIED", "FAILED_PRECONDITION")
-    ),
-    *_rules(
-        _K.AUTH,
-        _F.MESSAGE,
-        _text(r"\bapi key (?:not valid|expired|is invalid)"),  # Gemini
-        _text(r"\bincorrect api key\b"),  # OpenAI
-        _text(r"\binvalid (?:x-)?api[ _-]?key\b"),  # Anthropic "invalid x-api-key"
-        _text(r"user location is not supported"),  # Gemini region block
-    ),
-    # -- the model or deployment does not exist here (§7.7).
-    Rule(
-        _K.MODEL_NOT_FOUND,
-        _F.CODE,
-        _one_of("model_not_found", "DeploymentNotFound", "invalid_model"),
-    ),
-    Rule(_K.MODEL_NOT_FOUND, _F.TYPE, _one_of("not_found_error", "NotFoundError", "invalid_model")),
-    Rule(_K.MODEL_NOT_FOUND, _F.STATUS, _one_of("NOT_FOUND")),
-    *_rules(
-        _K.MODEL_NOT_FOUND,
-        _F.MESSAGE,
-        _text(r"\bmodels?\b[^\n]*?\b(?:is not found|not found|does not exist)\b"),
-        _text(r"\binvalid model\b"),  # Mistral 400 "Invalid model: ..."
-    ),
-)
+        # -- billing / quota that no wait within a question fixes (§7.5).
+        Rule(_K.QUOTA, _F.TYPE, _one_of("insufficient_quota", "billing_error")),
+        Rule(
+            _K.QUOTA,
+            _F.CODE,
+            _one_of(
+                "insufficient_quota",
+                "credit_balance_exhausted",
+                "organization_spend_limit_exceeded",
+                "project_spend_limit_exceeded",
+                "organization_usage_limit_exceeded",
+            ),
+        ),
+        Rule(_K.QUOTA, _F.REASON, _one_of("enforced_spend_limit_reached")),
+        *_rules(
+            _K.QUOTA,
+            _F.MESSAGE,
+            _text(r"credit balance is too low"),  # Anthropic 400 (anthropics/claude-code#867)
+            _text(r"reached your specified (?:workspace )?API usage limits"),  # Anthropic 400
+            _text(r"\binsufficient (?:credits|balance|funds)\b"),  # OpenRouter/DeepSeek 402
+            _text(r"\bspend(?:ing)? limit\b"),
+        ),
+        # -- context window or request size (§1.3, §7.6): fail over, never cool down.
+        Rule(_K.CONTEXT_WINDOW, _F.CODE, _one_of("context_length_exceeded", "request_too_large")),
+        Rule(_K.CONTEXT_WINDOW, _F.TYPE, _one_of("request_too_large")),  # Anthropic 413
+        *_rules(
+            _K.CONTEXT_WINDOW,
+            _F.MESSAGE,
+            _text(r"context_length_exceeded"),
+            _text(r"maximum context length"),  # vLLM, legacy OpenAI
+            _text(r"prompt is too long"),  # Anthropic
+            _text(r"input token count .* exceeds the maximum"),  # Gemini
+            _text(r"input context is too long"),  # Gemini troubleshooting: 500 INTERNAL
+            _text(r"exceeds? the (?:model'?s )?context window"),
+            _text(r"exceed context limit"),  # Anthropic "input length and max_tokens exceed..."
+            _text(r"max_new_tokens\W*must be <="),  # Together / TGI
+            # OpenAI 429 / Groq 413 "Request too large for <model> ... on tokens per min":
+            # this one request exceeds the deployment's whole per-minute allowance, so no wait
+            # ever lets it through here. It is the input's size, not the deployment's health:
+            # fail over (maybe to a bigger-limit deployment) and do not cool this one down.
+            _text(r"request too large for\b"),
+        ),
+        # -- quotas measured per day (or set to zero): waiting out a minute does not help (§1.1).
+        Rule(_K.QUOTA, _F.QUOTA_ID, _text(r"PerDay")),  # Gemini QuotaFailure
+        *_rules(
+            _K.QUOTA,
+            _F.MESSAGE,
+            _text(r"\blimit: 0(?![\d.])"),  # Gemini "Quota exceeded for metric ..., limit: 0"
+            _text(r"\bper day\b"),  # Groq/OpenAI "on tokens per day (TPD)", "requests per day"
+        ),
+        # -- credentials, permission, region (§1.2, §7.7).
+        Rule(_K.AUTH, _F.REASON, _one_of("API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED")),
+        Rule(
+            _K.AUTH,
+            _F.CODE,
+            _one_of("invalid_api_key", "unsupported_country_region_territory", "invalid_auth"),
+        ),
+        Rule(
+            _K.AUTH,
+            _F.TYPE,
+            _one_of("authentication_error", "permission_error", "request_forbidden"),
+        ),
+        Rule(
+            _K.AUTH,
+            _F.STATUS,
+            _one_of("UNAUTHENTICATED", "PERMISSION_DENIED", "FAILED_PRECONDITION"),
+        ),
+        *_rules(
+            _K.AUTH,
+            _F.MESSAGE,
+            _text(r"\bapi key (?:not valid|expired|is invalid)"),  # Gemini
+            _text(r"\bincorrect api key\b"),  # OpenAI
+            _text(r"\binvalid (?:x-)?api[ _-]?key\b"),  # Anthropic "invalid x-api-key"
+            _text(r"user location is not supported"),  # Gemini region block
+        ),
+        # -- the model or deployment does not exist here (§7.7).
+        Rule(
+            _K.MODEL_NOT_FOUND,
+            _F.CODE,
+            _one_of("model_not_found", "DeploymentNotFound", "invalid_model"),
+        ),
+        Rule(
+            _K.MODEL_NOT_FOUND,
+            _F.TYPE,
+            _one_of("not_found_error", "NotFoundError", "invalid_model"),
+        ),
+        Rule(_K.MODEL_NOT_FOUND, _F.STATUS, _one_of("NOT_FOUND")),
+        *_rules(
+            _K.MODEL_NOT_FOUND,
+            _F.MESSAGE,
+            _text(r"\bmodels?\b[^\n]*?\b(?:is not found|not found|does not exist)\b"),
+            _text(r"\binvalid model\b"),  # Mistral 400 "Invalid model: ..."
+        ),
+    )
+
 
 # What the HTTP status says, when the body proved nothing above. For a 200 stream the
 # error's embedded code (Gemini 503, OpenRouter 502, vLLM 400) is read the same way.
@@ -271,33 +281,41 @@ _STATUS_KINDS: Mapping[int, ErrorKind] = MappingProxyType(
     }
 )
 
-# Weaker hints: the error's own type/code/status names. They speak only when the status
-# does not (a 200 stream, an odd status), because e.g. Ollama labels a 503 "api_error".
-_HINT_RULES: tuple[Rule, ...] = (
-    Rule(_K.OVERLOADED, _F.TYPE, _one_of("overloaded_error")),
-    Rule(_K.OVERLOADED, _F.CODE, _one_of("server_is_overloaded", "capacity_exceeded")),
-    Rule(_K.OVERLOADED, _F.STATUS, _one_of("UNAVAILABLE")),
-    Rule(_K.RATE_LIMIT, _F.TYPE, _one_of("rate_limit_error", "tokens", "requests", "rate_limited")),
-    Rule(_K.RATE_LIMIT, _F.CODE, _one_of("rate_limit_exceeded", "slow_down")),
-    Rule(_K.RATE_LIMIT, _F.STATUS, _one_of("RESOURCE_EXHAUSTED")),
-    Rule(_K.TIMEOUT, _F.TYPE, _one_of("timeout_error")),
-    Rule(_K.TIMEOUT, _F.STATUS, _one_of("DEADLINE_EXCEEDED")),
-    Rule(
-        _K.SERVER,
-        _F.TYPE,
-        _one_of("api_error", "server_error", "InternalServerError", "provider_unavailable"),
-    ),
-    Rule(_K.SERVER, _F.CODE, _one_of("server_error")),
-    Rule(_K.SERVER, _F.STATUS, _one_of("INTERNAL")),
-    Rule(_K.BAD_REQUEST, _F.TYPE, _one_of("invalid_request_error", "BadRequestError")),
-    Rule(_K.BAD_REQUEST, _F.STATUS, _one_of("INVALID_ARGUMENT")),
-    *_rules(
-        _K.OVERLOADED,
-        _F.MESSAGE,
-        _text(r"\boverloaded\b|\bhigh demand\b|\bserver busy\b|\bat capacity\b"),
-    ),
-    *_rules(_K.RATE_LIMIT, _F.MESSAGE, _text(r"\brate limit")),
-)
+
+@functools.cache
+def _hint_rules() -> tuple[Rule, ...]:
+    # Weaker hints: the error's own type/code/status names. They speak only when the status
+    # does not (a 200 stream, an odd status), because e.g. Ollama labels a 503 "api_error".
+    return (
+        Rule(_K.OVERLOADED, _F.TYPE, _one_of("overloaded_error")),
+        Rule(_K.OVERLOADED, _F.CODE, _one_of("server_is_overloaded", "capacity_exceeded")),
+        Rule(_K.OVERLOADED, _F.STATUS, _one_of("UNAVAILABLE")),
+        Rule(
+            _K.RATE_LIMIT,
+            _F.TYPE,
+            _one_of("rate_limit_error", "tokens", "requests", "rate_limited"),
+        ),
+        Rule(_K.RATE_LIMIT, _F.CODE, _one_of("rate_limit_exceeded", "slow_down")),
+        Rule(_K.RATE_LIMIT, _F.STATUS, _one_of("RESOURCE_EXHAUSTED")),
+        Rule(_K.TIMEOUT, _F.TYPE, _one_of("timeout_error")),
+        Rule(_K.TIMEOUT, _F.STATUS, _one_of("DEADLINE_EXCEEDED")),
+        Rule(
+            _K.SERVER,
+            _F.TYPE,
+            _one_of("api_error", "server_error", "InternalServerError", "provider_unavailable"),
+        ),
+        Rule(_K.SERVER, _F.CODE, _one_of("server_error")),
+        Rule(_K.SERVER, _F.STATUS, _one_of("INTERNAL")),
+        Rule(_K.BAD_REQUEST, _F.TYPE, _one_of("invalid_request_error", "BadRequestError")),
+        Rule(_K.BAD_REQUEST, _F.STATUS, _one_of("INVALID_ARGUMENT")),
+        *_rules(
+            _K.OVERLOADED,
+            _F.MESSAGE,
+            _text(r"\boverloaded\b|\bhigh demand\b|\bserver busy\b|\bat capacity\b"),
+        ),
+        *_rules(_K.RATE_LIMIT, _F.MESSAGE, _text(r"\brate limit")),
+    )
+
 
 # ---------------------------------------------------------------------- reading the body
 
@@ -468,7 +486,7 @@ def _signals_of(error: dict[str, object], depth: int = 0) -> _Signals:
     )
 
 
-_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_HTML_TITLE = r"<title[^>]*>(.*?)</title>"
 
 
 def _read_body(body: object) -> _Signals:
@@ -480,7 +498,7 @@ def _read_body(body: object) -> _Signals:
         text = str(parsed)
     if text.startswith("<") or "<html" in text[:500].lower():
         # A proxy's or CDN's HTML page: its title is the only readable part.
-        title = _HTML_TITLE.search(text)
+        title = re.search(_HTML_TITLE, text, re.IGNORECASE | re.DOTALL)  # re caches it
         name = " ".join(title.group(1).split()) if title else ""
         return _Signals(
             {},
@@ -501,12 +519,12 @@ def _match(rules: Iterable[Rule], signals: _Signals) -> ErrorKind | None:
 
 def _kind_for(signals: _Signals, status: int | None) -> tuple[ErrorKind, bool]:
     """The kind, and whether the body itself proved it (a diagnosis, not a status guess)."""
-    kind = _match(_BODY_RULES, signals)
+    kind = _match(_body_rules(), signals)
     if kind is not None:
         return kind, True
     if status is not None and status in _STATUS_KINDS:
         return _STATUS_KINDS[status], False
-    kind = _match(_HINT_RULES, signals)
+    kind = _match(_hint_rules(), signals)
     if kind is not None:
         return kind, False
     if status is not None and 500 <= status <= 599:
@@ -527,6 +545,8 @@ def classify_response(
     `body` may be raw bytes/str (JSON or not) or already-parsed JSON. `now` is epoch seconds,
     for a Retry-After given as an HTTP-date.
     """
+    from gateway.retry_after import header_value, parse_retry_after
+
     signals = _read_body(body)
     effective = status if status >= 400 else signals.embedded_status
     kind, proven = _kind_for(signals, effective)
@@ -556,6 +576,8 @@ def classify_response(
 
 
 def _body_delay(signals: _Signals) -> float | None:
+    from gateway.retry_after import message_delay, parse_body_delay
+
     delay = parse_body_delay(signals.error) if signals.error is not None else None
     if delay is None and signals.message:
         delay = message_delay(signals.message)
@@ -587,57 +609,69 @@ def classify_stream_error(payload: object, *, now: float) -> Failure:
 
 # ----------------------------------------------------------------- transport exceptions
 
-# Checked in order with isinstance; the first match decides. httpx's own exceptions come
-# first, then the standard library's (a transport may leak them unwrapped).
-_EXCEPTION_KINDS: tuple[tuple[type[BaseException], ErrorKind, str], ...] = (
-    (httpx.ConnectTimeout, _K.TIMEOUT, "connect timeout"),
-    (httpx.ReadTimeout, _K.TIMEOUT, "read timeout: no data from the server in time"),
-    (httpx.WriteTimeout, _K.TIMEOUT, "write timeout"),
-    (httpx.PoolTimeout, _K.TIMEOUT, "connection pool timeout"),
-    (httpx.TimeoutException, _K.TIMEOUT, "timeout"),
-    (httpx.ConnectError, _K.NETWORK, "connection failed"),  # refined by _CONNECT_CAUSES
-    (httpx.RemoteProtocolError, _K.NETWORK, "the server closed the connection"),
-    (httpx.ReadError, _K.NETWORK, "connection lost while reading"),
-    (httpx.WriteError, _K.NETWORK, "connection lost while sending"),
-    (httpx.ProxyError, _K.NETWORK, "proxy error"),
-    (httpx.NetworkError, _K.NETWORK, "network error"),
-    (ssl.SSLError, _K.NETWORK, "TLS error"),
-    (socket.gaierror, _K.NETWORK, "DNS lookup failed"),
-    (ConnectionRefusedError, _K.NETWORK, "connection refused"),
-    (ConnectionResetError, _K.NETWORK, "connection reset"),
-    (ConnectionError, _K.NETWORK, "connection failed"),
-    (TimeoutError, _K.TIMEOUT, "timeout"),
-    # An undecodable chunk or body is the server's fault (design: "a chunk that is not
-    # valid JSON is a failure"); retryable like any server error.
-    (json.JSONDecodeError, _K.SERVER, "malformed response from the server"),
-)
 
-# A connect error's message (and its causes') says which step failed.
-_CONNECT_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        _text(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|\bSSL\b|\bTLS\b|handshake"),
-        "TLS error",
-    ),
-    (
-        _text(
-            r"Name or service not known|nodename nor servname|getaddrinfo failed|"
-            r"Temporary failure in name resolution|No address associated|Name does not resolve"
+@functools.cache
+def _exception_kinds() -> tuple[tuple[type[BaseException], ErrorKind, str], ...]:
+    # Checked in order with isinstance; the first match decides. httpx's own exceptions
+    # come first, then the standard library's (a transport may leak them unwrapped).
+    import socket
+    import ssl
+
+    import httpx
+
+    return (
+        (httpx.ConnectTimeout, _K.TIMEOUT, "connect timeout"),
+        (httpx.ReadTimeout, _K.TIMEOUT, "read timeout: no data from the server in time"),
+        (httpx.WriteTimeout, _K.TIMEOUT, "write timeout"),
+        (httpx.PoolTimeout, _K.TIMEOUT, "connection pool timeout"),
+        (httpx.TimeoutException, _K.TIMEOUT, "timeout"),
+        (httpx.ConnectError, _K.NETWORK, "connection failed"),  # refined by _connect_causes
+        (httpx.RemoteProtocolError, _K.NETWORK, "the server closed the connection"),
+        (httpx.ReadError, _K.NETWORK, "connection lost while reading"),
+        (httpx.WriteError, _K.NETWORK, "connection lost while sending"),
+        (httpx.ProxyError, _K.NETWORK, "proxy error"),
+        (httpx.NetworkError, _K.NETWORK, "network error"),
+        (ssl.SSLError, _K.NETWORK, "TLS error"),
+        (socket.gaierror, _K.NETWORK, "DNS lookup failed"),
+        (ConnectionRefusedError, _K.NETWORK, "connection refused"),
+        (ConnectionResetError, _K.NETWORK, "connection reset"),
+        (ConnectionError, _K.NETWORK, "connection failed"),
+        (TimeoutError, _K.TIMEOUT, "timeout"),
+        # An undecodable chunk or body is the server's fault (design: "a chunk that is not
+        # valid JSON is a failure"); retryable like any server error.
+        (json.JSONDecodeError, _K.SERVER, "malformed response from the server"),
+    )
+
+
+@functools.cache
+def _connect_causes() -> tuple[tuple[re.Pattern[str], str], ...]:
+    # A connect error's message (and its causes') says which step failed.
+    return (
+        (
+            _text(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|\bSSL\b|\bTLS\b|handshake"),
+            "TLS error",
         ),
-        "DNS lookup failed",
-    ),
-    (_text(r"Connection refused|Errno 111\b|Errno 61\b|10061"), "connection refused"),
-    (_text(r"Network is unreachable|No route to host"), "network unreachable"),
-    (_text(r"Connection reset|Errno 104\b|Errno 54\b"), "connection reset"),
-)
+        (
+            _text(
+                r"Name or service not known|nodename nor servname|getaddrinfo failed|"
+                r"Temporary failure in name resolution|No address associated|"
+                r"Name does not resolve"
+            ),
+            "DNS lookup failed",
+        ),
+        (_text(r"Connection refused|Errno 111\b|Errno 61\b|10061"), "connection refused"),
+        (_text(r"Network is unreachable|No route to host"), "network unreachable"),
+        (_text(r"Connection reset|Errno 104\b|Errno 54\b"), "connection reset"),
+    )
 
 
 def classify_exception(exc: BaseException) -> Failure:
     """Classify a transport exception (httpx, socket, ssl). Never raises."""
     text = _exception_text(exc)
-    for exc_type, kind, label in _EXCEPTION_KINDS:
+    for exc_type, kind, label in _exception_kinds():
         if isinstance(exc, exc_type):
             if kind is _K.NETWORK:
-                label = next((name for p, name in _CONNECT_CAUSES if p.search(text)), label)
+                label = next((name for p, name in _connect_causes() if p.search(text)), label)
             return _transport_failure(kind, label, text)
     return _transport_failure(ErrorKind.UNKNOWN, f"unexpected {type(exc).__name__}", text)
 
@@ -669,15 +703,18 @@ def _transport_failure(kind: ErrorKind, label: str, text: str) -> Failure:
 
 DETAIL_MESSAGE_LIMIT = 200
 
-_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\bsk-[A-Za-z0-9_\-*]{4,}"),  # OpenAI sk-/sk-proj-, Anthropic sk-ant-, OR
-    re.compile(r"\bgsk_[A-Za-z0-9_*]{8,}"),  # Groq
-    re.compile(r"\bxai-[A-Za-z0-9_*]{8,}"),  # xAI
-    re.compile(r"\bAIza[0-9A-Za-z_\-*]{8,}"),  # Google API keys
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-.=*/+]{8,}"),
-    re.compile(r"(?i)(?<=[?&]key=)[^&\s\"']+"),  # Gemini ?key= in an echoed URL
-    re.compile(r"\b[0-9a-fA-F]{32}\b"),  # Azure keys are 32 hex digits
-)
+
+@functools.cache
+def _secret_patterns() -> tuple[re.Pattern[str], ...]:
+    return (
+        re.compile(r"\bsk-[A-Za-z0-9_\-*]{4,}"),  # OpenAI sk-/sk-proj-, Anthropic sk-ant-, OR
+        re.compile(r"\bgsk_[A-Za-z0-9_*]{8,}"),  # Groq
+        re.compile(r"\bxai-[A-Za-z0-9_*]{8,}"),  # xAI
+        re.compile(r"\bAIza[0-9A-Za-z_\-*]{8,}"),  # Google API keys
+        re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-.=*/+]{8,}"),
+        re.compile(r"(?i)(?<=[?&]key=)[^&\s\"']+"),  # Gemini ?key= in an echoed URL
+        re.compile(r"\b[0-9a-fA-F]{32}\b"),  # Azure keys are 32 hex digits
+    )
 
 
 def redact(text: str) -> str:
@@ -686,7 +723,7 @@ def redact(text: str) -> str:
     Providers echo keys back (OpenAI: "Incorrect API key provided: sk-abc***xyz"); even a
     masked key is a fingerprint of a secret, so it never reaches a detail or a log.
     """
-    for pattern in _SECRET_PATTERNS:
+    for pattern in _secret_patterns():
         text = pattern.sub("[redacted]", text)
     return text
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -1634,3 +1636,37 @@ def test_the_cases_cover_every_provider() -> None:
 def test_failure_is_the_models_record() -> None:
     failure = classify_response(500, {}, b"", now=NOW)
     assert isinstance(failure, Failure)
+
+
+# The engine imports this module on every run (for `cools_down`), and a question that goes
+# well classifies nothing: the import must compile none of the table's regexes and load no
+# httpx (an offline `local` question never needs it). Checked in a fresh interpreter, with
+# `re.compile` counting the calls made from gateway.errors itself.
+_IMPORT_PROBE = """
+import re, sys
+import gateway.model, gateway.retry_after  # compiled by their own modules: not counted
+real_compile = re.compile
+calls = []
+def counting(pattern, flags=0):
+    if sys._getframe(1).f_globals.get("__name__") == "gateway.errors":
+        calls.append(pattern)
+    return real_compile(pattern, flags)
+re.compile = counting
+import gateway.errors as errors
+from gateway.model import ErrorKind
+assert errors.cools_down(ErrorKind.RATE_LIMIT) and errors.POLICY
+print(len(calls), "httpx" in sys.modules)
+failure = errors.classify_response(400, {}, b'{"error": {"code": "content_filter"}}', now=0)
+print(len(calls) > 0, failure.kind)
+"""
+
+
+def test_importing_the_classifier_compiles_no_regex_and_loads_no_httpx() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    at_import, on_first_use = done.stdout.splitlines()
+    assert at_import == "0 False"
+    # The tables are built on first use, and still classify.
+    assert on_first_use == "True refusal"
