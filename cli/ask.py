@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 from cli.diag import Diag, is_tty
 from cli.exitcodes import ExitCode, exit_code_for
 from cli.wiring import CliError
-from gateway.model import Attempt, FailureKind, Result, Status
+from gateway.model import FailureKind, Result, Status
 
 if TYPE_CHECKING:
-    from cli.render import LiveAttempts
     from gateway.config import Config
 
 STDIN = "-"
@@ -102,49 +101,6 @@ def report_outcome(diag: Diag, result: Result, config: Config) -> None:
         diag.notice(notice)
 
 
-class _Display:
-    """Where attempts go while the engine works: a live table on a terminal, or a list to
-    print at the end (non-terminal with --show-attempts), or nowhere (-q)."""
-
-    def __init__(self, diag: Diag, *, live: bool, show_final: bool) -> None:
-        self.diag = diag
-        self.attempts: list[Attempt] = []
-        self._live: LiveAttempts | None = None
-        self._want_live = live
-        self._show_final = show_final
-
-    def __enter__(self) -> _Display:
-        if self._want_live:
-            from cli.render import LiveAttempts
-
-            self._live = LiveAttempts(self.diag.console())
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.__exit__(*exc)
-            self._live = None
-
-    def add(self, attempt: Attempt) -> None:
-        self.attempts.append(attempt)
-        if self._live is not None:
-            self._live.add(attempt)
-
-    def sleep(self, seconds: float) -> None:
-        if self._live is not None:
-            self._live.sleep(seconds)
-        elif seconds > 0:
-            time.sleep(seconds)
-
-    def print_final(self) -> None:
-        """The static table, when no live one was shown but one is wanted."""
-        if self._show_final and not self._want_live and self.attempts:
-            from cli.render import print_attempts
-
-            print_attempts(self.diag.console(), self.attempts)
-
-
 def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> int:
     from cli import wiring
 
@@ -192,10 +148,11 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
 
         sink = StreamSink(json_lines=opts.json)
 
+    from cli.render import AttemptsDisplay
     from gateway.clock import SystemClock
 
     clock = SystemClock()
-    with _Display(diag, live=live, show_final=show_final) as display:
+    with AttemptsDisplay(diag, live=live, show_final=show_final) as display:
         engine = wiring.build_engine(
             config,
             store=store,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
+    from cli.diag import Diag
     from gateway.config import Config
 
 _DECISION_STYLE = {
@@ -113,6 +114,7 @@ class LiveAttempts:
         self._countdown_until: float | None = None
         self._started = time.monotonic()
         self._live: Live | None = None
+        self._finished = False
 
     def __enter__(self) -> LiveAttempts:
         from rich.live import Live
@@ -136,8 +138,6 @@ class LiveAttempts:
             self._live.update(self._final(), refresh=True)
             self._live.__exit__(None, None, None)
             self._live = None
-
-    _finished = False
 
     def add(self, attempt: Attempt) -> None:
         self.attempts.append(attempt)
@@ -182,6 +182,45 @@ class LiveAttempts:
             return spinner
         table = attempts_table(self.attempts, countdown=countdown, width=self._console.width)
         return Group(table, spinner)
+
+
+class AttemptsDisplay:
+    """Where attempts go while the engine works: a live table on a terminal, or a list to
+    print at the end (non-terminal with --show-attempts), or nowhere (-q)."""
+
+    def __init__(self, diag: Diag, *, live: bool, show_final: bool) -> None:
+        self.diag = diag
+        self.attempts: list[Attempt] = []
+        self._live: LiveAttempts | None = None
+        self._want_live = live
+        self._show_final = show_final
+
+    def __enter__(self) -> AttemptsDisplay:
+        if self._want_live:
+            self._live = LiveAttempts(self.diag.console())
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts.append(attempt)
+        if self._live is not None:
+            self._live.add(attempt)
+
+    def sleep(self, seconds: float) -> None:
+        if self._live is not None:
+            self._live.sleep(seconds)
+        elif seconds > 0:
+            time.sleep(seconds)
+
+    def print_final(self, title: str | None = None) -> None:
+        """The static table, when no live one was shown but one is wanted."""
+        if self._show_final and not self._want_live and self.attempts:
+            print_attempts(self.diag.console(), self.attempts, title=title)
 
 
 def _describe(provider: str | None, model: str | None) -> str:

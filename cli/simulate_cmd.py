@@ -13,6 +13,7 @@ Judgement calls:
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -95,9 +96,10 @@ def run_simulate(opts: SimOptions, diag: Diag) -> int:
 def _simulate(opts: SimOptions, diag: Diag) -> int:
     from cli import wiring
     from cli.ask import report_outcome
+    from cli.diag import is_tty
     from cli.exitcodes import ExitCode, exit_code_for
     from cli.output import StreamSink, write_json, write_text
-    from cli.render import LiveAttempts, print_attempts
+    from cli.render import AttemptsDisplay
     from gateway.clock import SystemClock, VirtualClock
     from gateway.simulate import SimulatedTransport, check_names, parse_faults
 
@@ -131,44 +133,31 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
     faulted = ", ".join(opts.fail) or "no faults"
     diag.notice(f"simulating {opts.requests} request(s) ({faulted}; {mode})")
 
-    live = opts.real_time and diag.animate
+    # Virtual time runs in an instant: a live table only makes sense in real time, and
+    # not while answers stream onto the same terminal.
+    live = opts.real_time and diag.animate and not (opts.stream and is_tty(sys.stdout))
     code = ExitCode.ANSWERED
     summary: list[str] = []
     for number in range(1, opts.requests + 1):
-        attempts: list[object] = []
         sink = StreamSink(json_lines=opts.json) if opts.stream else None
         title = f"request {number}/{opts.requests}"
         if live:
-            with LiveAttempts(diag.console()) as display:
-                engine = wiring.build_engine(
-                    sim,
-                    store=store,
-                    clock=clock,
-                    sleeper=display,
-                    rng=rng,
-                    environ=simulated_environ(config),
-                    on_attempt=display.add,
-                    transport=transport,
-                )
-                result = engine.ask(request, on_text=sink)
-        else:
+            diag.notice(title)
+        with AttemptsDisplay(diag, live=live, show_final=not diag.quiet) as display:
             engine = wiring.build_engine(
                 sim,
                 store=store,
                 clock=clock,
-                sleeper=clock,
+                sleeper=display if opts.real_time else clock,
                 rng=rng,
                 environ=simulated_environ(config),
-                on_attempt=attempts.append,
+                on_attempt=display.add,
                 transport=transport,
             )
             result = engine.ask(request, on_text=sink)
-            if sink is not None:
-                sink.end_line()
-            if not diag.quiet:
-                print_attempts(diag.console(), result.attempts, title=title)
         if sink is not None:
-            sink.end_line()  # idempotent: a no-op when it already ended the line above
+            sink.end_line()
+        display.print_final(title=title)
         if opts.json:
             write_json(result, json_lines=opts.stream)
         elif result.answer is not None and not (sink is not None and sink.wrote):
