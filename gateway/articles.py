@@ -11,13 +11,19 @@ re-deriving the reason. Asking for no paths at all is not an error: it yields no
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import re
-from collections.abc import Iterator, Sequence
-from html.parser import HTMLParser
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway.model import Article
+
+if TYPE_CHECKING:
+    from html.parser import HTMLParser
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})  # read as markdown: plain text is too
 HTML_SUFFIXES = frozenset({".html", ".htm"})
@@ -43,7 +49,7 @@ def load_articles(paths: Sequence[Path]) -> tuple[tuple[Article, ...], list[str]
     """
     articles: list[Article] = []
     warnings: list[str] = []
-    seen: set[Path] = set()
+    seen: set[object] = set()
     for root in paths:
         if root.is_dir():
             files = _walk(root, warnings)
@@ -53,11 +59,14 @@ def load_articles(paths: Sequence[Path]) -> tuple[tuple[Article, ...], list[str]
             warnings.append(f"{root}: no such file or folder")
             continue
         for path in files:
-            key = path.resolve()
+            # One stat names the file (device, inode) whatever path or symlink reached it,
+            # and says whether it is a regular file; resolving every path cost far more.
+            info = _stat(path)
+            key = (info.st_dev, info.st_ino) if info is not None else os.path.realpath(path)
             if key in seen:
                 continue
             seen.add(key)
-            article, problem = _read(path)
+            article, problem = _read(path, info)
             if article is not None:
                 articles.append(article)
             else:
@@ -68,25 +77,40 @@ def load_articles(paths: Sequence[Path]) -> tuple[tuple[Article, ...], list[str]
     return tuple(articles), warnings
 
 
+def _stat(path: Path) -> os.stat_result | None:
+    """`path`'s stat, or None where `Path.is_file` would say False (a dangling symlink, a
+    loop); other errors (permission) propagate as they always did."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return None
+        raise
+
+
 def _walk(root: Path, warnings: list[str]) -> Iterator[Path]:
     def unreadable(error: OSError) -> None:
         warnings.append(f"skipped {error.filename}: cannot read it ({error.strerror})")
 
-    found: list[tuple[str, Path]] = []
-    for folder, dirs, names in os.walk(root, onerror=unreadable):
+    # Plain strings while walking: pathlib's parsing per name cost more than the reading.
+    top = os.fspath(root)
+    inside = len(os.path.join(top, ""))  # where a path below `top` starts its relative part
+    suffixes = tuple(SUFFIXES)
+    found: list[tuple[str, str]] = []
+    for folder, dirs, names in os.walk(top, onerror=unreadable):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
+        relative = folder[inside:].replace(os.sep, "/")
         for name in names:
-            if name.startswith(".") or Path(name).suffix.lower() not in SUFFIXES:
+            if name.startswith(".") or not name.lower().endswith(suffixes):
                 continue
-            path = Path(folder, name)
-            found.append((path.relative_to(root).as_posix(), path))
+            found.append((f"{relative}/{name}" if relative else name, os.path.join(folder, name)))
     found.sort(key=lambda item: item[0])
-    return (path for _, path in found)
+    return (Path(path) for _, path in found)
 
 
-def _read(path: Path) -> tuple[Article | None, str]:
-    """The article at `path`, or None and the reason it was skipped."""
-    if not path.is_file():
+def _read(path: Path, info: os.stat_result | None) -> tuple[Article | None, str]:
+    """The article at `path` (`info`: its stat), or None and the reason it was skipped."""
+    if info is None or not stat.S_ISREG(info.st_mode):
         return None, "not a regular file"
     try:
         data = path.read_bytes()
@@ -124,7 +148,9 @@ def _decode(data: bytes) -> str | None:
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
 _FRONT_TITLE = re.compile(r"^title:\s*(.+?)\s*$", re.MULTILINE)
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_SETEXT_HEADING = re.compile(r"^(?=\S)(.+?)[ \t]*\n {0,3}(?:=+|-+)[ \t]*$", re.MULTILINE)
+# The title line is taken whole (possessively: no backtracking through each line in
+# search of the underline); its trailing blanks go with the final strip.
+_SETEXT_HEADING = re.compile(r"^(?=\S)(.++)\n {0,3}(?:=+|-+)[ \t]*$", re.MULTILINE)
 _INLINE_MARKUP = re.compile(r"[*_`]+")
 
 
@@ -138,9 +164,13 @@ def _from_markdown(text: str) -> tuple[str, str]:
         if found:
             title = found.group(1).strip("'\"")
     if not title:
-        headings = [m for m in (_ATX_HEADING.search(text), _SETEXT_HEADING.search(text)) if m]
-        if headings:
-            first = min(headings, key=lambda m: m.start())
+        # The first heading of either kind. A setext heading can only win if it starts
+        # before the first ATX one, and then it also ends before it: search only up to it.
+        first = _ATX_HEADING.search(text)
+        setext = _SETEXT_HEADING.search(text, 0, len(text) if first is None else first.start())
+        if setext is not None:
+            first = setext
+        if first is not None:
             title = _INLINE_MARKUP.sub("", first.group(1)).strip()
     if not title:
         title = _plain_title(text)
@@ -181,15 +211,15 @@ _BLOCKS = frozenset(
 _HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
 
 
-class _HtmlText(HTMLParser):
-    """Collects an HTML page's visible text, its <title> and its first <h1>.
+class _HtmlText:
+    """Collects an HTML page's visible text, its <title> and its first <h1>, from the events
+    of the standard library's tokenizer (see `_parser`).
 
     Headings and list items keep a light markdown shape (`## Heading`, `- item`, `1. step`)
     so an HTML article reads like a markdown one, to the models and to the offline ranker.
     """
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.blocks: list[tuple[int, str]] = []  # (the list an item is in, or 0; text)
         self.title = ""
         self.h1 = ""
@@ -203,7 +233,7 @@ class _HtmlText(HTMLParser):
         self._in_title = False
         self._h1_state = 0  # 0 before the first <h1>, 1 inside it, 2 after it
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+    def start(self, tag: str) -> None:
         if tag in _DROP:
             self._dropping += 1
         if self._dropping:
@@ -231,7 +261,7 @@ class _HtmlText(HTMLParser):
         elif tag in ("td", "th"):
             self._parts.append(" ")
 
-    def handle_endtag(self, tag: str) -> None:
+    def end(self, tag: str) -> None:
         if tag in _DROP:
             self._dropping = max(0, self._dropping - 1)
             return
@@ -251,7 +281,7 @@ class _HtmlText(HTMLParser):
         elif tag == "pre" and self._pre:
             self._pre -= 1
 
-    def handle_data(self, data: str) -> None:
+    def data(self, data: str) -> None:
         if self._dropping:
             return
         if self._in_title:
@@ -270,8 +300,7 @@ class _HtmlText(HTMLParser):
         self.blocks.append((self._item, self._prefix + text))
         self._prefix, self._item = "", 0
 
-    def close(self) -> None:
-        super().close()
+    def finish(self) -> None:
         self._flush()
 
     def text(self) -> str:
@@ -286,21 +315,48 @@ class _HtmlText(HTMLParser):
         return "".join(out)
 
 
-# Inline elements change nothing in the text, so they are cut out before parsing: the
-# stdlib parser costs per tag, and this makes a typical article page ~1.5x faster. A tag
-# with a "<" inside is left to the parser, so script text like `a<b ... </script>` cannot
-# swallow the closing tag.
-_INLINE_TAG = re.compile(
-    r"</?(?:a|abbr|b|bdi|bdo|cite|code|data|dfn|em|font|i|kbd|mark|q|s|samp|small|span|"
-    r"strong|sub|sup|time|u|var)\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>",
-    re.IGNORECASE,
-)
+@functools.cache
+def _parser() -> Callable[[_HtmlText], HTMLParser]:
+    """The stdlib HTML tokenizer, feeding a `_HtmlText`. Built on the first HTML article:
+    a Markdown-only help centre never loads `html.parser` (nor its entity tables)."""
+    from html.parser import HTMLParser
+
+    class Parser(HTMLParser):
+        def __init__(self, sink: _HtmlText) -> None:
+            super().__init__(convert_charrefs=True)
+            self.sink = sink
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.sink.start(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            self.sink.end(tag)
+
+        def handle_data(self, data: str) -> None:
+            self.sink.data(data)
+
+    return Parser
+
+
+@functools.cache
+def _inline_tag() -> re.Pattern[str]:
+    # Inline elements change nothing in the text, so they are cut out before parsing: the
+    # stdlib parser costs per tag, and this makes a typical article page ~1.5x faster. A tag
+    # with a "<" inside is left to the parser, so script text like `a<b ... </script>`
+    # cannot swallow the closing tag.
+    return re.compile(
+        r"</?(?:a|abbr|b|bdi|bdo|cite|code|data|dfn|em|font|i|kbd|mark|q|s|samp|small|span|"
+        r"strong|sub|sup|time|u|var)\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>",
+        re.IGNORECASE,
+    )
 
 
 def _from_html(text: str) -> tuple[str, str]:
     """The title (first <h1>, else <title>) and the visible text, a blank line per block."""
-    parser = _HtmlText()
-    parser.feed(_INLINE_TAG.sub("", text))
+    collected = _HtmlText()
+    parser = _parser()(collected)
+    parser.feed(_inline_tag().sub("", text))
     parser.close()
-    title = " ".join(parser.h1.split()) or " ".join(parser.title.split())
-    return title, parser.text()
+    collected.finish()
+    title = " ".join(collected.h1.split()) or " ".join(collected.title.split())
+    return title, collected.text()

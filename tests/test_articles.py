@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,44 @@ def test_a_file_reached_twice_is_read_once(tmp_path: Path) -> None:
     assert len(articles) == 1
 
 
+def test_a_symlink_to_an_article_already_read_is_not_read_again(tmp_path: Path) -> None:
+    write(tmp_path, "kb/a.md", "# A\n\nText.")
+    (tmp_path / "kb" / "z-link.md").symlink_to("a.md")
+    articles, warnings = load_articles([tmp_path / "kb"])
+    assert [a.path for a in articles] == [str(tmp_path / "kb" / "a.md")]
+    assert warnings == []
+
+
+def test_broken_and_looping_symlinks_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    write(tmp_path, "kb/a.md", "# A\n\nText.")
+    (tmp_path / "kb" / "gone.md").symlink_to("nowhere.md")
+    (tmp_path / "kb" / "loop.md").symlink_to("loop.md")
+    articles, warnings = load_articles([tmp_path / "kb"])
+    assert [a.title for a in articles] == ["A"]
+    assert sorted(warnings) == [
+        f"skipped {tmp_path / 'kb' / name}: not a regular file" for name in ("gone.md", "loop.md")
+    ]
+
+
+def test_a_markdown_help_centre_never_loads_the_html_parser(tmp_path: Path) -> None:
+    # The CLI reads the articles on every question: HTML support costs only those who use it.
+    write(tmp_path, "kb/a.md", "# A\n\nText.")
+    write(tmp_path, "web/b.html", "<h1>B</h1><p>Text.</p>")
+    probe = (
+        "import sys; from pathlib import Path; from gateway.articles import load_articles\n"
+        "load_articles([Path(sys.argv[1])]); print('html.parser' in sys.modules)\n"
+        "load_articles([Path(sys.argv[2])]); print('html.parser' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "kb"), str(tmp_path / "web")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+
+
 @pytest.mark.parametrize(
     ("name", "content", "title"),
     [
@@ -75,6 +115,11 @@ def test_a_file_reached_twice_is_read_once(tmp_path: Path) -> None:
         ("kb-0042.txt", "Refund policy\n\nRefunds take 5 days.", "Refund policy"),
         ("kb-0043.txt", "Refunds take 5 days.\n\nAsk billing.", "Kb 0043"),
         ("api.txt", "# API keys\n\nText.", "API keys"),
+        # The first heading wins, whichever its kind; blanks and markup around it go.
+        ("x.md", "Intro.\nPlans *now* \t\n-----\n\n# Later\n\nText.", "Plans now"),
+        ("x.md", "# First\n\nSecond\n======\n\nText.", "First"),
+        ("x.md", "# Only atx\nUnderlined?\n===\n", "Only atx"),
+        ("x.md", "Some text.\n\n" * 60 + "Deep heading\n---\n\nText.", "Deep heading"),
     ],
 )
 def test_titles(tmp_path: Path, name: str, content: str, title: str) -> None:
