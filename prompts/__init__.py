@@ -13,6 +13,7 @@ can warn about a likely typo.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,10 +70,16 @@ def load_prompt(path: Path | None = None) -> str:
 
 
 def _load_bundled() -> str:
-    from importlib.resources import files
-
     try:
-        return files(__name__).joinpath(BUNDLED_PROMPT).read_text(encoding="utf-8")
+        try:
+            # Beside this file, as every ordinary install has it: importlib.resources would
+            # cost every question ~1 ms of imports (its readers, zipfile).
+            return Path(__file__).with_name(BUNDLED_PROMPT).read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            # Not on disk as a file (imported from a zip, say): the package's loader knows.
+            from importlib.resources import files
+
+            return files(__name__).joinpath(BUNDLED_PROMPT).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PromptError(
             f"the bundled prompt prompts/{BUNDLED_PROMPT} is missing or unreadable "
@@ -147,24 +154,30 @@ def is_not_covered(answer: str, product: str) -> bool:
     return normal(answer) == normal(not_covered(product))
 
 
-# Markdown constructs the prompt forbids, each with the name a report shows.
-_MARKDOWN: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("heading", re.compile(r"^ {0,3}#{1,6}\s", re.MULTILINE)),
-    ("bullet list", re.compile(r"^\s*[-*+]\s+\S", re.MULTILINE)),
-    ("numbered list", re.compile(r"^\s*\d{1,3}[.)]\s+\S", re.MULTILINE)),
-    ("bold", re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")),
-    ("italics", re.compile(r"(?<![\w*])\*(?![\s*])[^*\n]+(?<!\s)\*(?![\w*])")),
-    ("code", re.compile(r"`[^`\n]+`|```")),
-    ("link", re.compile(r"!?\[[^\]\n]+\]\([^)\s]+\)")),
-    ("table", re.compile(r"^\s*\|.*\|\s*$", re.MULTILINE)),
-    ("quote", re.compile(r"^\s*>\s", re.MULTILINE)),
-)
+# Compiled on first use: answering a question never checks its answer, evaluating does.
+@functools.cache
+def _markdown() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Markdown constructs the prompt forbids, each with the name a report shows."""
+    return (
+        ("heading", re.compile(r"^ {0,3}#{1,6}\s", re.MULTILINE)),
+        ("bullet list", re.compile(r"^\s*[-*+]\s+\S", re.MULTILINE)),
+        ("numbered list", re.compile(r"^\s*\d{1,3}[.)]\s+\S", re.MULTILINE)),
+        ("bold", re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")),
+        ("italics", re.compile(r"(?<![\w*])\*(?![\s*])[^*\n]+(?<!\s)\*(?![\w*])")),
+        ("code", re.compile(r"`[^`\n]+`|```")),
+        ("link", re.compile(r"!?\[[^\]\n]+\]\([^)\s]+\)")),
+        ("table", re.compile(r"^\s*\|.*\|\s*$", re.MULTILINE)),
+        ("quote", re.compile(r"^\s*>\s", re.MULTILINE)),
+    )
 
-_AI_NAMES = re.compile(
-    r"\b(?:open\s?ai|chat\s?gpt|gpt(?:-?\d[\w.-]*)?|anthropic|claude|gemini|bard|"
-    r"llama|mistral|mixtral|copilot|deepmind|cohere)\b",
-    re.IGNORECASE,
-)
+
+@functools.cache
+def _ai_names() -> re.Pattern[str]:
+    return re.compile(
+        r"\b(?:open\s?ai|chat\s?gpt|gpt(?:-?\d[\w.-]*)?|anthropic|claude|gemini|bard|"
+        r"llama|mistral|mixtral|copilot|deepmind|cohere)\b",
+        re.IGNORECASE,
+    )
 
 
 def rule_breaks(answer: str) -> tuple[str, ...]:
@@ -177,8 +190,8 @@ def rule_breaks(answer: str) -> tuple[str, ...]:
     words = count_words(answer)
     if words > WORD_LIMIT:
         breaks.append(f"{words} words, over the limit of {WORD_LIMIT}")
-    breaks.extend(f"markdown: {name}" for name, pattern in _MARKDOWN if pattern.search(answer))
-    named = _AI_NAMES.search(answer)
+    breaks.extend(f"markdown: {name}" for name, pattern in _markdown() if pattern.search(answer))
+    named = _ai_names().search(answer)
     if named:
         breaks.append(f"names an AI model or company: {named.group(0)}")
     return tuple(breaks)

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -132,6 +136,44 @@ def test_broken_install_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prompts, "BUNDLED_PROMPT", "missing.md")
     with pytest.raises(PromptError, match="reinstall"):
         load_prompt(None)
+
+
+_BUNDLED_PROBE = (
+    "import sys, prompts\n"
+    "text = prompts.load_prompt(None)\n"
+    "print(prompts.__file__.replace('\\\\', '/'), '{{articles}}' in text, "
+    "'importlib.resources' in sys.modules)\n"
+)
+
+
+def _probe(path: str, cwd: Path) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _BUNDLED_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": path},
+        cwd=cwd,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_the_bundled_prompt_is_read_beside_the_package(tmp_path: Path) -> None:
+    # Every question loads it: a plain file read, without importlib.resources' imports.
+    here = str(Path(prompts.__file__).parent.parent)
+    assert _probe(here, tmp_path)[1:] == ["True", "False"]
+
+
+def test_the_bundled_prompt_is_found_in_a_zip_install(tmp_path: Path) -> None:
+    package = Path(prompts.__file__).parent
+    archive = tmp_path / "site.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for name in ("__init__.py", prompts.BUNDLED_PROMPT):
+            zipped.write(package / name, f"prompts/{name}")
+    where, has_articles_slot, _ = _probe(str(archive), tmp_path)
+    assert where.startswith(archive.as_posix())
+    assert has_articles_slot == "True"
 
 
 def test_not_covered_sentence() -> None:
