@@ -41,6 +41,6 @@ class Budget:
     def left(self, now: float) -> float:
         return max(0.0, self.deadline - now)
 
-    def fits(self, wait: float, now: float) -> bool:
-        """Whether waiting `wait` still leaves time for a worthwhile attempt."""
-        return wait + MIN_ATTEMPT_S <= self.left(now)
+    def fits(self, wait: float, now: float, attempt: float = MIN_ATTEMPT_S) -> bool:
+        """Whether waiting `wait` still leaves `attempt` seconds for the next call."""
+        return wait + max(MIN_ATTEMPT_S, attempt) <= self.left(now)

@@ -212,21 +212,44 @@ def test_the_whole_question_never_outlasts_the_budget_whatever_the_providers_do(
     assert h.clock.monotonic() <= 30.0 + 1e-9
     assert result.status is Status.FAILED
     assert result.error is not None and result.error.kind is FailureKind.UNAVAILABLE
-    first_timeouts = h.providers["primary"].timeouts
-    assert first_timeouts[0] == 20.0
-    assert all(t <= 30.0 for t in first_timeouts)
-    assert any(a.detail == "no time left in the budget" for a in result.attempts)
+    assert h.providers["primary"].timeouts == [20.0]
+    assert h.providers["fallback"].timeouts == [10.0]
+
+
+def test_a_hanging_deployment_is_not_retried_into_less_time_than_it_just_needed():
+    # The primary took its whole 20 s timeout: a 9 s retry would hang too, so the 10 s left
+    # go to the fallback, which answers.
+    h = Harness({"primary": [answer("never")], "fallback": [answer("fallback text")]})
+    h.providers["primary"].takes = 1_000.0
+    result = h.ask()
+    assert result.answer == "fallback text"
+    assert h.calls("primary") == 1
+    assert "another 20.0 s attempt" in result.attempts[0].detail
 
 
 def test_attempt_timeout_is_capped_by_the_remaining_budget():
     h = Harness(
         {"primary": [failure(ErrorKind.TIMEOUT), answer("late but fine")], "fallback": []},
-        takes=18.0,
+        takes=12.0,
     )
     h.ask()
     t1, t2 = h.providers["primary"].timeouts
     assert t1 == 20.0
-    assert t2 == pytest.approx(30.0 - 18.0 - 0.75)
+    assert t2 == pytest.approx(30.0 - 12.0 - 0.75)
+
+
+def test_the_offline_deployment_still_answers_when_the_budget_is_spent():
+    local = Deployment("local", ProviderKind.LOCAL, 1_000_000, Policy())
+    config = Config("Acme", (*deployments(), local), LONG)
+    h = Harness(
+        {"primary": [answer("never")], "fallback": [answer("never")], "local": [answer("offline")]},
+        config=config,
+        takes=1_000.0,
+    )
+    h.providers["local"].takes = 0.0
+    result = h.ask()
+    assert result.answer == "offline"
+    assert result.deployment == "local"
 
 
 # -- fail over, fatal, refusal -----------------------------------------------------------------
