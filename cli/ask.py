@@ -162,10 +162,13 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
             environ=environ,
             on_attempt=display.add,
         )
-        # The engine decides when to count tokens exactly (only when a window is at stake:
-        # loading the tokenizer costs more than the rest of a run); the JSON says which
-        # (`input_tokens_exact`).
-        result = engine.ask(request, on_text=sink)
+        try:
+            # The engine decides when to count tokens exactly (only when a window is at
+            # stake: loading the tokenizer costs more than the rest of a run); the JSON
+            # says which (`input_tokens_exact`).
+            result = engine.ask(request, on_text=sink)
+        finally:
+            engine.close()
     if sink is not None:
         sink.end_line()  # before anything else is said on the terminal
     display.print_final()

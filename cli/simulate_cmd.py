@@ -154,7 +154,10 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
                 on_attempt=display.add,
                 transport=transport,
             )
-            result = engine.ask(request, on_text=sink)
+            try:
+                result = engine.ask(request, on_text=sink)
+            finally:
+                engine.close()
         if sink is not None:
             sink.end_line()
         display.print_final(title=title)

@@ -156,6 +156,9 @@ class FakeEngine:
     requests: list[Request] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
 
+    def close(self) -> None:
+        self.kwargs["closed"] = True
+
     def ask(self, request: Request, *, on_text: Any = None, exact_tokens: bool = False) -> Result:
         self.requests.append(request)
         self.kwargs["exact_tokens"] = exact_tokens
