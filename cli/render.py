@@ -16,6 +16,7 @@ from gateway.model import Attempt, Outcome, Result, Route, Status
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.live import Live
+    from rich.spinner import Spinner
     from rich.table import Table
 
     from cli.diag import Diag
@@ -115,6 +116,7 @@ class LiveAttempts:
         self._started = time.monotonic()
         self._live: Live | None = None
         self._finished = False
+        self._spinner: Spinner | None = None
 
     def __enter__(self) -> LiveAttempts:
         from rich.live import Live
@@ -176,8 +178,16 @@ class LiveAttempts:
         if self._countdown_until is not None:
             countdown = self._countdown_until - time.monotonic()
         elapsed = time.monotonic() - self._started
-        what = "waiting to retry" if countdown is not None else "asking"
-        spinner = Spinner("dots", text=f"{what}… {elapsed:.1f}s", style="cyan")
+        if countdown is not None and self.attempts:
+            what = f"retrying {self.attempts[-1].deployment} in {max(countdown, 0):.1f}s"
+        else:
+            what = "asking"
+        # One spinner for the whole run: a new one per refresh would restart at its first
+        # frame and never turn.
+        if self._spinner is None:
+            self._spinner = Spinner("dots", style="cyan")
+        spinner = self._spinner
+        spinner.update(text=f"{what} · {elapsed:.1f}s so far")
         if not self.attempts:
             return spinner
         table = attempts_table(self.attempts, countdown=countdown, width=self._console.width)
