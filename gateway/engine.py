@@ -28,11 +28,10 @@ from gateway.model import (
     Reply,
     Request,
     Result,
-    Route,
     Status,
     TextSink,
 )
-from gateway.policy import Plan, Step, next_step, plan_route
+from gateway.policy import Step, next_step, plan_route
 from gateway.seams import Clock, Provider, ProviderFactory, RandomSource, Sleeper, StateStore
 from gateway.secret import Secret
 
@@ -407,5 +406,3 @@ class _Question:
             error = QuestionError(FailureKind.EXHAUSTED, "no deployment could answer", lines)
         return self._result(Status.FAILED, None, error=error)
 
-
-__all__ = ["Engine", "Plan", "Route"]
