@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
+import stat
+import sys
+import time
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from enum import Enum
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, NoReturn
 
 from gateway.model import ProviderKind
@@ -122,14 +128,18 @@ _DEPLOYMENT_KEYS = (
 _STATE_KEYS = ("path",)
 _LOG_KEYS = tuple(f.name for f in fields(LogSettings))
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_DEPLOYMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+# Patterns, compiled (and cached by `re`) only when a file is validated: a cached config
+# needs none of them.
+_ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*\Z"
+_DEPLOYMENT_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z"
+_HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z"
 # Prefixes of real API keys (OpenAI, Google, Groq, xAI, Hugging Face, Anthropic's sk-ant-).
 _KEY_PREFIXES = ("sk-", "sk_", "AIza", "gsk_", "xai-", "hf_")
 # Headers that carry a credential: keys come from api_key_env, never from the YAML.
 _AUTH_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
 _SECRET_KEY_NAMES = frozenset({"api_key", "apikey", "key", "token", "secret", "password"})
+
+_DEFAULT_FILE = "default_config.yaml"
 
 CONFIG_ENV = "SUPPORT_ASK_CONFIG"
 STATE_ENV = "SUPPORT_ASK_STATE"
@@ -138,7 +148,19 @@ BUNDLED_SOURCE = "<bundled default>"
 
 
 def load_config(path: Path) -> Config:
-    """Read and validate a config file; relative paths inside it are relative to its folder."""
+    """Read and validate a config file; relative paths inside it are relative to its folder.
+
+    A config validated before and unchanged since comes from the cache (see below)."""
+    key = _file_key(path)
+    cached = _cache_lookup(key)
+    if cached is not None:
+        return cached
+    config = _load_config_file(path)
+    _cache_store(key, config)
+    return config
+
+
+def _load_config_file(path: Path) -> Config:
     try:
         data = path.expanduser().read_bytes()
     except FileNotFoundError:
@@ -174,10 +196,22 @@ def load_config(path: Path) -> Config:
 
 def load_default_config() -> Config:
     """The bundled default (identical to sample-config.yaml): ends in the offline deployment."""
-    from importlib.resources import files
+    beside = Path(__file__).with_name(_DEFAULT_FILE)
+    key = _bundled_key(beside)
+    cached = _cache_lookup(key)
+    if cached is not None:
+        return cached
+    try:
+        # Beside this module in every ordinary install; importlib.resources costs ~1 ms.
+        text = beside.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):  # imported from a zip, say
+        from importlib.resources import files
 
-    text = files("gateway").joinpath("default_config.yaml").read_text(encoding="utf-8")
-    return load_config_text(text, BUNDLED_SOURCE)
+        text = files("gateway").joinpath(_DEFAULT_FILE).read_text(encoding="utf-8")
+    config = load_config_text(text, BUNDLED_SOURCE)
+    if not _has_paths(config):  # relative ones would depend on the current folder
+        _cache_store(key, config)
+    return config
 
 
 def load_config_text(text: str, source: str, *, base_dir: Path | None = None) -> Config:
@@ -212,6 +246,205 @@ def load_config_text(text: str, source: str, *, base_dir: Path | None = None) ->
         return _Reader(source, loader, base_dir or Path.cwd()).config(root)
     finally:
         loader.dispose()
+
+
+# --- The cache of validated configs ----------------------------------------------------
+#
+# Every question loads the config, and parsing and validating the YAML costs ~8 ms (most of
+# it importing yaml): more than all the rest of support-ask's own start-up. So a validated
+# Config is kept in the user cache dir, under the config's name (the path as given, which
+# becomes `Config.source`, and its absolute form, whose folder relative paths join) and a
+# version holding everything else the result depends on: the file's identity and version
+# (device, inode, size, mtime, ctime), $HOME (`~` in paths) and this code (a new release,
+# or an edited checkout, may validate differently). A config that fails validation is never
+# stored, so its error names file:line:key every time; anything wrong with the cache
+# (missing, corrupt, another user's, unwritable) is a silent miss.
+#
+# JSON, not pickle: json is loaded already (pickle would cost ~1.5 ms more), and a tampered
+# cache can at worst describe a config, never run code. Even so, only a cache file that is
+# the user's own and writable by nobody else is trusted.
+
+_CACHE_FORMAT = 1
+_CACHE_FILE = "config-cache.json"
+_CACHE_ENTRIES = 8  # configs remembered, the most recently stored first
+# A file is stored only once a timestamp tick has passed since it last changed: a next edit
+# within the same tick could otherwise keep every timestamp the version holds, and the size
+# ("racy git"); once stored, any later edit shows in the version. Sub-second timestamps tick
+# with the kernel's coarse clock (<= 10 ms); whole seconds mean a filesystem that keeps only
+# those (FAT: 2 s).
+_SETTLE_FINE_S = 0.1
+_SETTLE_COARSE_S = 2.0
+_RECORDS: dict[str, type] = {c.__name__: c for c in (Config, Deployment, Policy, LogSettings)}
+
+
+# (which config, which state of it and of the code that validated it, may it be stored).
+# A plain tuple: a record class would cost this module's import a third of a millisecond.
+_CacheKey = tuple[str, list[object], bool]
+
+
+def _cache_dir() -> Path:
+    if sys.platform.startswith("linux"):
+        # What platformdirs answers on Linux (the XDG base directory spec), without the
+        # ~1.5 ms of importing it: with --config and --state given, nothing else needs it.
+        base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
+        return Path(base, APP_NAME)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def _code_version() -> list[object]:
+    """What changes when the code that validates (or the records it builds) changes."""
+    from gateway import model
+
+    version: list[object] = [_CACHE_FORMAT, *sys.version_info[:2]]
+    for source in (__file__, model.__file__ or ""):
+        info = os.stat(source)
+        version += [source, info.st_ino, info.st_size, info.st_mtime_ns]
+    return version
+
+
+def _settled(info: os.stat_result, started: float) -> bool:
+    """Has a timestamp tick passed between the file's last change and `started`?"""
+    coarse = info.st_mtime_ns % 1_000_000_000 == 0 and info.st_ctime_ns % 1_000_000_000 == 0
+    settle = _SETTLE_COARSE_S if coarse else _SETTLE_FINE_S
+    return started - max(info.st_mtime, info.st_ctime) >= settle
+
+
+def _file_key(path: Path) -> _CacheKey | None:
+    """None when the path is not a regular file: the normal load says what it is."""
+    started = time.time()
+    try:
+        file = path.expanduser()
+        info = os.stat(file)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        name = f"{path}\0{file.absolute()}"
+        version = [
+            *_code_version(),
+            os.path.expanduser("~"),
+            *(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns),
+        ]
+        return name, version, _settled(info, started)
+    except (OSError, ValueError):
+        return None
+
+
+def _bundled_key(file: Path) -> _CacheKey | None:
+    """Not keyed by the current folder or $HOME: holds only a default without paths."""
+    started = time.time()
+    try:
+        info = os.stat(file)
+        version = [*_code_version(), info.st_ino, info.st_size, info.st_mtime_ns]
+        return BUNDLED_SOURCE, version, _settled(info, started)
+    except (OSError, ValueError):
+        return None
+
+
+def _cache_entries() -> list[dict[str, object]]:
+    """The stored entries; raises on any problem with the file."""
+    import json
+
+    with open(_cache_dir() / _CACHE_FILE, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        getuid = getattr(os, "getuid", None)
+        if (getuid is not None and info.st_uid != getuid()) or info.st_mode & 0o022:
+            raise PermissionError("someone else could have written the config cache")
+        document = json.loads(stream.read())
+    if document["format"] != _CACHE_FORMAT:
+        raise ValueError("another format")
+    return [entry for entry in document["entries"] if isinstance(entry, dict)]
+
+
+def _cache_lookup(key: _CacheKey | None) -> Config | None:
+    if key is None:
+        return None
+    name, version, _ = key
+    try:
+        found = next(
+            (e for e in _cache_entries() if e["name"] == name and e["version"] == version),
+            None,
+        )
+        config = None if found is None else _decode(found["config"])
+    except Exception:  # a cache can only miss: whatever is wrong with it, load the file
+        return None
+    if not isinstance(config, Config):
+        return None
+    if config.prompt is not None and not config.prompt.is_file():
+        return None  # gone since it was cached: the normal load reports it, with its line
+    return config
+
+
+def _has_paths(config: Config) -> bool:
+    return any(p is not None for p in (config.prompt, config.state_path, config.log.path))
+
+
+def _cache_store(key: _CacheKey | None, config: Config) -> None:
+    if key is None or not key[2]:
+        return
+    if any(d.headers for d in config.all_deployments()):
+        return  # header values may be credentials (a gateway's own key): never copied
+    import json
+
+    name, version, _ = key
+    folder = _cache_dir()
+    temp = folder / f".{_CACHE_FILE}.{os.getpid()}.tmp"
+    try:
+        encoded = _encode(config)
+        if _decode(json.loads(json.dumps(encoded))) != config:
+            return  # it would not come back the same
+        try:
+            kept = [e for e in _cache_entries() if e.get("name") != name]
+        except Exception:  # unreadable or not ours: start afresh
+            kept = []
+        entry = {"name": name, "version": version, "config": encoded}
+        document = {"format": _CACHE_FORMAT, "entries": [entry, *kept][:_CACHE_ENTRIES]}
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A private temporary file, renamed over the cache: readers see the old or the new.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(temp, flags, 0o600)
+        with open(fd, "wb") as stream:
+            stream.write(json.dumps(document).encode())
+        os.replace(temp, folder / _CACHE_FILE)
+    except Exception:  # a cache that cannot be written only makes the next run slower
+        with contextlib.suppress(OSError):
+            temp.unlink()
+
+
+def _encode(value: object) -> object:
+    """`value` as JSON, tagged so that `_decode` rebuilds the very same records."""
+    if isinstance(value, Enum):  # before str: a StrEnum is a str
+        return {"$enum": type(value).__name__, "value": value.value}
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, PurePath):
+        return {"$path": str(value)}
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(v) for v in value]}
+    name = type(value).__name__
+    if _RECORDS.get(name) is not type(value) or not is_dataclass(value):
+        raise TypeError(f"a config holds a {name}: not cacheable")
+    return {
+        "$record": name,
+        "fields": {f.name: _encode(getattr(value, f.name)) for f in fields(value)},
+    }
+
+
+def _decode(data: object) -> object:
+    if data is None or type(data) in (str, int, float, bool):
+        return data
+    if not isinstance(data, dict):
+        raise TypeError("not a cached value")
+    if "$path" in data:
+        return Path(data["$path"])
+    if "$tuple" in data:
+        return tuple(_decode(v) for v in data["$tuple"])
+    if "$enum" in data:
+        if data["$enum"] != ProviderKind.__name__:
+            raise TypeError("not a cached enum")
+        return ProviderKind(data["value"])
+    record = _RECORDS[data["$record"]]
+    return record(**{name: _decode(v) for name, v in data["fields"].items()})
 
 
 def find_config(flag: Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -584,7 +817,7 @@ class _Reader:
 
         name_node = self.required(entries, "name", node, path)
         name = self.text(name_node, f"{path}.name")
-        if not _DEPLOYMENT_NAME.match(name):
+        if not re.match(_DEPLOYMENT_NAME, name):
             self.fail(
                 name_node,
                 f"{path}.name",
@@ -693,7 +926,7 @@ class _Reader:
                 "this looks like an API key itself (not shown); put the key in an environment "
                 "variable and write that variable's name here, e.g. OPENAI_API_KEY",
             )
-        if not _ENV_NAME.match(value):
+        if not re.match(_ENV_NAME, value):
             self.fail(
                 node,
                 path,
@@ -719,7 +952,9 @@ class _Reader:
             self.fail(node, path, f"expected a mapping of header: value, got {self.describe(node)}")
         out: list[tuple[str, str]] = []
         for key_node, value_node in self.pairs(node, path, fold=str.lower):
-            if not isinstance(key_node, ScalarNode) or not _HEADER_NAME.match(str(key_node.value)):
+            if not isinstance(key_node, ScalarNode) or not re.match(
+                _HEADER_NAME, str(key_node.value)
+            ):
                 self.fail(key_node, path, "a header name must be a plain token, e.g. X-Team")
             name = str(key_node.value)
             key_path = f"{path}.{name}"

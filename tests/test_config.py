@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from gateway import config as config_module
 from gateway.config import (
     Config,
     ConfigError,
@@ -863,3 +866,239 @@ def test_state_path_order_flag_env_config_user_dir(user_dirs: Path) -> None:
     assert resolve_state_path(None, {}, configured) == Path("/srv/c.json")
     assert resolve_state_path(None, env, configured) == Path("/env/c.json")
     assert resolve_state_path(Path("/flag/c.json"), env, configured) == Path("/flag/c.json")
+
+
+# -- the cache of validated configs --------------------------------------------------------
+#
+# Every question loads the config; a file validated before and unchanged since is read from
+# the user cache dir instead of parsed again (no yaml import at all).
+
+EVERYTHING = """\
+product: Acme Cloud
+prompt: mine.md
+max_output_tokens: 300
+max_fallback_rate: 0.25
+policy: {retries: 1, backoff_base: 0.5, backoff_max: 4, cooldown: 30, budget: 20, timeout: 9}
+deployments:
+  - name: primary
+    provider: azure
+    model: gpt-4o-mini
+    api_key_env: AZURE_OPENAI_API_KEY
+    base_url: https://acme.openai.azure.com
+    api_version: 2024-10-21
+    context_window: 128000
+    policy: {retries: 3}
+  - name: local
+    provider: local
+    context_window: 1000000
+long_context:
+  name: long
+  provider: gemini
+  model: gemini-2.5-pro
+  api_key_env: GEMINI_API_KEY
+  context_window: 1000000
+state:
+  path: ~/state/cooldowns.json
+log:
+  enabled: false
+  path: logs/attempts.jsonl
+  include_text: true
+  max_bytes: 1000
+"""
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test here caches under its own tmp_path, never in the user's cache dir."""
+    cache = tmp_path / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache / "support-ask" / "config-cache.json"
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Files are cacheable at once (not a timestamp tick after their last change), and every
+    real validation is counted: the cache's hits are the loads that do not add one."""
+    monkeypatch.setattr(config_module, "_SETTLE_FINE_S", 0.0)
+    monkeypatch.setattr(config_module, "_SETTLE_COARSE_S", 0.0)
+    seen: list[str] = []
+    real = config_module.load_config_text
+
+    def counting(text: str, source: str, *, base_dir: Path | None = None) -> Config:
+        seen.append(source)
+        return real(text, source, base_dir=base_dir)
+
+    monkeypatch.setattr(config_module, "load_config_text", counting)
+    return seen
+
+
+def test_a_config_with_every_field_comes_back_from_the_cache_the_same(
+    tmp_path: Path, validations: list[str], private_cache: Path
+) -> None:
+    (tmp_path / "mine.md").write_text("Be brief. {{articles}}")
+    path = write(tmp_path, EVERYTHING)
+    first = load_config(path)
+    again = load_config(path)
+    assert validations == [str(path)]
+    assert again == first and again is not first
+    assert again.deployments[0].provider is ProviderKind.AZURE
+    assert private_cache.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_cached_config_loads_without_yaml_in_a_fresh_process(
+    tmp_path: Path, validations: list[str]
+) -> None:
+    path = write(tmp_path, GOOD)
+    first = load_config(path)
+    probe = (
+        "import sys; from pathlib import Path; from gateway.config import load_config\n"
+        "config = load_config(Path(sys.argv[1]))\n"
+        "print('yaml' in sys.modules); print(repr(config))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["False", repr(first)]
+
+
+def test_a_changed_file_is_validated_again(tmp_path: Path, validations: list[str]) -> None:
+    path = write(tmp_path, GOOD + "max_output_tokens: 100\n")
+    assert load_config(path).max_output_tokens == 100
+    path.write_text(GOOD + "max_output_tokens: 2000\n")  # a new size
+    assert load_config(path).max_output_tokens == 2000
+    before = path.stat().st_mtime_ns
+    path.write_text(GOOD + "max_output_tokens: 3000\n")  # the same size, another mtime
+    os.utime(path, ns=(before - 1_000_000_007, before - 1_000_000_007))
+    assert load_config(path).max_output_tokens == 3000
+    assert load_config(path).max_output_tokens == 3000
+    assert len(validations) == 3
+
+
+def test_a_file_changed_within_the_last_tick_is_not_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_cache: Path
+) -> None:
+    # A next edit in the same timestamp tick could keep every timestamp and the size.
+    monkeypatch.setattr(config_module, "_SETTLE_FINE_S", 3600.0)
+    monkeypatch.setattr(config_module, "_SETTLE_COARSE_S", 3600.0)
+    load_config(write(tmp_path, GOOD))
+    assert not private_cache.exists()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["garbage", "truncated", "wrong format", "writable by others", "a wrong record"],
+)
+def test_a_damaged_or_untrusted_cache_is_ignored(
+    tmp_path: Path, validations: list[str], private_cache: Path, damage: str
+) -> None:
+    path = write(tmp_path, GOOD)
+    load_config(path)
+    text = private_cache.read_text()
+    if damage == "garbage":
+        private_cache.write_bytes(b"\x00\xff not json")
+    elif damage == "truncated":
+        private_cache.write_text(text[: len(text) // 2])
+    elif damage == "wrong format":
+        private_cache.write_text(text.replace('"format": 1', '"format": 99'))
+    elif damage == "writable by others":
+        # Anyone could have put another product (or base_url) in it: not trusted.
+        private_cache.write_text(text.replace("Acme Cloud", "Evil Corp"))
+        private_cache.chmod(0o666)
+    else:
+        private_cache.write_text(text.replace('"$record": "Policy"', '"$record": "Secret"'))
+    assert load_config(path).product == "Acme Cloud"
+    assert len(validations) == 2
+    # ... and the next run is served from a good cache again.
+    assert load_config(path).product == "Acme Cloud"
+    assert len(validations) == 2
+
+
+def test_an_unwritable_cache_dir_only_costs_speed(
+    tmp_path: Path, validations: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    path = write(tmp_path, GOOD)
+    assert load_config(path) == load_config(path)
+    assert len(validations) == 2
+
+
+def test_a_config_that_fails_validation_is_never_cached(
+    tmp_path: Path, validations: list[str], private_cache: Path
+) -> None:
+    path = write(tmp_path, GOOD.replace("context_window: 128000", "context_window: -1"))
+    for _ in range(2):
+        with pytest.raises(ConfigError) as caught:
+            load_config(path)
+        assert (caught.value.line, caught.value.key) == (7, "deployments[0].context_window")
+    assert len(validations) == 2
+    assert not private_cache.exists()
+
+
+def test_a_prompt_deleted_after_caching_is_still_an_error_with_its_line(
+    tmp_path: Path, validations: list[str]
+) -> None:
+    prompt = tmp_path / "mine.md"
+    prompt.write_text("Be brief. {{articles}}")
+    path = write(tmp_path, "prompt: mine.md\n" + GOOD)
+    assert load_config(path).prompt == prompt
+    prompt.unlink()
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert (caught.value.line, caught.value.key) == (1, "prompt")
+
+
+def test_the_cache_keeps_paths_relative_to_the_name_they_were_given_by(
+    tmp_path: Path, validations: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same file by another name: another `source`, and other folders for its paths.
+    (tmp_path / "a").mkdir()
+    path = write(tmp_path / "a", GOOD + "state:\n  path: s.json\n")
+    monkeypatch.chdir(tmp_path)
+    by_relative = load_config(Path("a/support-ask.yaml"))
+    by_absolute = load_config(path)
+    assert (by_relative.source, by_absolute.source) == ("a/support-ask.yaml", str(path))
+    assert by_relative.state_path == by_absolute.state_path == path.parent / "s.json"
+    assert len(validations) == 2
+    assert load_config(Path("a/support-ask.yaml")) == by_relative
+    assert len(validations) == 2
+
+
+def test_header_values_are_never_copied_to_the_cache(
+    tmp_path: Path, validations: list[str], private_cache: Path
+) -> None:
+    # A gateway's own key may ride in a custom header: it stays in the user's config only.
+    text = GOOD.replace(
+        "    context_window: 128000\n",
+        "    context_window: 128000\n    headers: {X-Portkey-Api-Key: pk-live-0123456789}\n",
+        1,
+    )
+    path = write(tmp_path, text)
+    load_config(path)
+    load_config(path)
+    assert len(validations) == 2
+    assert not private_cache.exists()
+
+
+def test_the_bundled_default_is_cached_too(validations: list[str]) -> None:
+    first = load_default_config()
+    assert load_default_config() == first
+    assert validations == ["<bundled default>"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG is the Linux rule")
+@pytest.mark.parametrize("xdg", [None, "", "/somewhere/cache"])
+def test_the_cache_dir_is_platformdirs_user_cache_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, xdg: str | None
+) -> None:
+    import platformdirs
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if xdg is None:
+        monkeypatch.delenv("XDG_CACHE_HOME")
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    expected = Path(platformdirs.user_cache_dir("support-ask", appauthor=False))
+    assert config_module._cache_dir() == expected
