@@ -15,7 +15,8 @@ import pytest
 
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
-from gateway.model import ErrorKind, ProviderError, ProviderKind, Request
+from gateway.model import Article, ErrorKind, ProviderError, ProviderKind, Request
+from gateway.providers import local
 from gateway.seams import Provider
 from gateway.secret import Secret
 from gateway.simulate import (
@@ -29,10 +30,12 @@ from gateway.simulate import (
     Step,
     answer_text,
     check_names,
+    local_answerer,
     parse_fault,
     parse_faults,
     simulated_deployment,
 )
+from prompts import WORD_LIMIT, not_covered, rule_breaks
 
 QUESTION = "How do I reset my password?"
 
@@ -970,3 +973,82 @@ def test_adapter_times_out_in_virtual_time(d: Deployment) -> None:
         provider.complete(ASK, timeout=12)
     assert caught.value.failure.kind is ErrorKind.TIMEOUT
     assert clock.monotonic() == 12
+
+
+# --------------------------------------------------------------------------- realistic answers
+
+PASSWORD = Article(
+    "Resetting your password",
+    "account/resetting-your-password.md",
+    "# Resetting your password\n\nOpen the sign-in page and choose Forgot password. We email"
+    " a reset link that works for 30 minutes.\n",
+)
+INVOICES = Article(
+    "Invoices",
+    "billing/invoices.md",
+    "# Invoices\n\nDownload every invoice as a PDF from Settings, then Billing.\n",
+)
+# One section far longer than the word limit, in one-word sentences, so that the offline
+# answer fills the limit exactly and the tag would push it over.
+LONG = Article(
+    "Exporting your data",
+    "data/export.md",
+    "# Exporting your data\n\n" + " ".join(["Exports."] * 200),
+)
+KB = (PASSWORD, INVOICES, LONG)
+
+
+def test_local_answerer_answers_from_the_matching_article_or_says_not_covered() -> None:
+    answer = local_answerer(KB, "Acme Cloud")
+    assert "Forgot password" in answer(QUESTION)
+    assert "PDF" in answer("Where do I download an invoice?")
+    assert answer("Do you sell gift cards?") == not_covered("Acme Cloud")
+
+
+def test_a_tagged_local_answer_keeps_to_the_prompts_rules() -> None:
+    answer = local_answerer(KB, "Acme Cloud")
+    for question in (QUESTION, "How do I export my data?", "Gift cards?"):
+        tagged = f"[primary] {answer(question)}"
+        assert rule_breaks(tagged) == ()
+    question = "How do I export my data?"
+    untagged = local.answer(question, KB, "Acme Cloud")
+    assert len(untagged.split()) == WORD_LIMIT, "the offline answer alone fills the limit"
+    assert len(f"[primary] {answer(question)}".split()) == WORD_LIMIT
+
+
+def _answering_sim(*specs: str) -> Sim:
+    clock = VirtualClock()
+    transport = SimulatedTransport(
+        ALL, parse_faults(specs), clock=clock, answerer=local_answerer(KB, "Acme Cloud")
+    )
+    return Sim(transport, clock, httpx.Client(transport=transport, timeout=20.0))
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+def test_with_an_answerer_every_provider_answers_the_question_tagged_with_its_name(
+    d: Deployment,
+) -> None:
+    sim = _answering_sim()
+    expected = f"[{d.name}] " + local_answerer(KB, "Acme Cloud")(QUESTION)
+    assert text_of(d, json.loads(sim.send(d).content)) == expected
+    streamed = deltas_of(d, sse_frames(sim.send(d, stream=True).text, d))
+    assert "".join(streamed) == expected
+    other = text_of(d, json.loads(sim.send(d, question="Gift cards?").content))
+    assert other == f"[{d.name}] " + not_covered("Acme Cloud")
+
+
+def test_with_an_answerer_a_cut_stream_drops_part_way_through_that_answer() -> None:
+    sim = _answering_sim(spec(ANTHROPIC, "cut:5"))
+    response = sim.client.send(sim.request(ANTHROPIC, stream=True), stream=True)
+    raw, dropped = read_until_dropped(response)
+    assert dropped is not None
+    sent = "".join(deltas_of(ANTHROPIC, sse_frames(raw, ANTHROPIC)))
+    assert sent == "[fallback] From “Resetting your password”:"
+
+
+def test_with_an_answerer_faults_still_apply() -> None:
+    sim = _answering_sim(spec(OPENAI, "429x1"), spec(GEMINI, "refusal"))
+    assert sim.send(OPENAI).status_code == 429
+    assert "Forgot password" in text_of(OPENAI, json.loads(sim.send(OPENAI).content))
+    refused = json.loads(sim.send(GEMINI).content)["candidates"][0]
+    assert refused["finishReason"] == "SAFETY" and "content" not in refused

@@ -1,0 +1,66 @@
+"""What a simulated deployment says when it answers.
+
+Every success is tagged `[<deployment name>] ` so the user sees who served. After the tag
+comes either a generic line (no articles to answer from) or what an `Answerer` says: with
+`local_answerer`, what a model that follows the prompt would say, so that
+`support-ask eval --simulate` checks the prompt's rules against realistic answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gateway.model import Article
+
+Answerer = Callable[[str], str]
+"""question -> answer text (without the deployment tag)."""
+
+_TAG_WORDS = 1  # "[name]": a deployment name has no spaces (the config loader insists)
+_ANSWER_TIMEOUT = 5.0  # the offline ranker never blocks; a Provider must be given one
+
+
+def tagged(deployment_name: str, text: str) -> str:
+    return f"[{deployment_name}] {text}"
+
+
+def answer_text(deployment_name: str, question: str) -> str:
+    """The generic simulated answer: short, deterministic, and saying who answered."""
+    asked = " ".join(question.split())
+    if len(asked) > 80:
+        asked = asked[:77].rstrip() + "..."
+    topic = f"“{asked}”" if asked else "your question"
+    return tagged(
+        deployment_name,
+        f"Thanks for asking about {topic}. Follow the steps in the matching help-centre"
+        " article; if they do not solve it, reply here and I can open a ticket for you.",
+    )
+
+
+def local_answerer(articles: Sequence[Article], product: str) -> Answerer:
+    """An answerer that follows the prompt: the offline ranker's answer from `articles`.
+
+    It answers from the best-matching passage, or with the prompt's "not covered" reply
+    when nothing matches well enough, and leaves room for the deployment tag so that the
+    tagged answer still keeps within the prompt's word limit.
+    """
+    # Imported here: only `simulate` and `eval --simulate` with articles need the ranker.
+    from gateway.config import Deployment
+    from gateway.model import ProviderKind, Request
+    from gateway.providers.local import LocalProvider, trim
+    from prompts import WORD_LIMIT
+
+    provider = LocalProvider(Deployment("simulated-answers", ProviderKind.LOCAL, 1_000_000))
+    shared = tuple(articles)
+
+    def answer(question: str) -> str:
+        request = Request(
+            system="",
+            question=question,
+            max_output_tokens=WORD_LIMIT,
+            articles=shared,
+            product=product,
+        )
+        reply = provider.complete(request, timeout=_ANSWER_TIMEOUT)
+        return trim(reply.text, WORD_LIMIT - _TAG_WORDS)
+
+    return answer

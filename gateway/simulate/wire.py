@@ -1,0 +1,201 @@
+"""What every fake server shares: the call being answered, JSON and SSE framing, streams.
+
+A provider's dialect (`Wire`) lives in its own module and builds on these pieces; what is
+the same for all four providers is written once here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from gateway.config import Deployment
+
+Json = dict[str, Any]
+
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a fake server knows about the request it is answering."""
+
+    request: httpx.Request
+    body: Json
+    deployment: Deployment
+    number: int  # this deployment's call count, from 1
+    question: str
+    stream: bool
+    input_tokens: int
+    now: float  # wall clock, epoch seconds
+
+    @property
+    def name(self) -> str:
+        return self.deployment.name
+
+    @property
+    def model(self) -> str:
+        return self.deployment.model or self.deployment.name
+
+    @property
+    def tag(self) -> str:
+        """A request/response id: deterministic, so two runs print the same thing."""
+        return f"sim{self.name.encode().hex()[:12]}{self.number:04d}"
+
+
+class Wire(Protocol):
+    """One provider's HTTP dialect, as its fake server speaks it."""
+
+    def reject(self, request: httpx.Request, deployment: Deployment) -> httpx.Response | None:
+        """A real server's 404/400 for a wrong path or a malformed body; None if fine."""
+        ...
+
+    def question(self, body: Json) -> str: ...
+
+    def streams(self, request: httpx.Request, body: Json) -> bool: ...
+
+    def answer(self, call: Call, text: str) -> httpx.Response: ...
+
+    def stream(self, call: Call, text: str) -> Stream: ...
+
+    def refusal(self, call: Call) -> httpx.Response: ...
+
+    def blocked(self, call: Call) -> httpx.Response: ...
+
+    def error(self, call: Call, status: int, retry_after: float | None) -> httpx.Response: ...
+
+    def overflow(self, call: Call) -> httpx.Response: ...
+
+    def quota(self, call: Call) -> httpx.Response: ...
+
+    def headers(self, call: Call) -> dict[str, str]: ...
+
+
+# --------------------------------------------------------------------------- reading requests
+
+
+def load_body(request: httpx.Request) -> Json | str:
+    """The request's JSON object, or the reason it is not one."""
+    try:
+        body = json.loads(request.read() or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return str(exc)
+    return body if isinstance(body, dict) else "the body is not a JSON object"
+
+
+def missing_field(body: Json, required: tuple[str, ...]) -> str | None:
+    """The first required top-level field the body lacks, as a real server names it."""
+    return next((field for field in required if field not in body), None)
+
+
+def _text_of(content: object) -> str:
+    """Text of a message's content: a string, or a list of parts with `text`."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def last_user(messages: object, content_key: str = "content") -> str:
+    """The text of the last user turn: what the customer asked."""
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return _text_of(message.get(content_key))
+    return ""
+
+
+# --------------------------------------------------------------------------- writing responses
+
+
+def text_deltas(text: str) -> list[str]:
+    """The answer cut into word-sized text deltas that join back to the exact text."""
+    return re.findall(r"\s*\S+", text) or [text]
+
+
+def whole_seconds(seconds: float) -> str:
+    """An HTTP Retry-After value: whole seconds, rounded up so nobody retries early."""
+    return str(math.ceil(seconds))
+
+
+def reason_phrase(status: int) -> str:
+    """The status's standard phrase: the message a server sends when it says no more."""
+    return httpx.codes.get_reason_phrase(status) or "Error"
+
+
+def dumps(obj: object) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def json_response(status: int, body: object, headers: Mapping[str, str] = {}) -> httpx.Response:
+    return httpx.Response(
+        status,
+        headers={"content-type": "application/json", **headers},
+        content=dumps(body),
+    )
+
+
+def sse(data: object, event: str | None = None, *, newline: str = "\n") -> bytes:
+    """One server-sent event frame; `data` is JSON unless it is already a string."""
+    text = data if isinstance(data, str) else dumps(data).decode()
+    lines = ([f"event: {event}"] if event else []) + [f"data: {text}"]
+    return (newline.join(lines) + newline * 2).encode()
+
+
+class _Frames(httpx.SyncByteStream):
+    """A response body sent frame by frame; `dropped` ends it like a closed socket."""
+
+    def __init__(self, frames: list[bytes], *, dropped: bool, request: httpx.Request) -> None:
+        self._frames = frames
+        self._dropped = dropped
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._frames
+        if self._dropped:
+            raise httpx.RemoteProtocolError(
+                "peer closed connection without sending complete message body"
+                " (incomplete chunked read)",
+                request=self._request,
+            )
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A streamed answer in three parts, so a cut can fall after any text delta."""
+
+    head: list[bytes]
+    deltas: list[bytes]
+    tail: list[bytes]
+    content_type: str = "text/event-stream; charset=utf-8"
+
+    def response(
+        self, request: httpx.Request, headers: Mapping[str, str], cut: int | None = None
+    ) -> httpx.Response:
+        frames = self.head + (self.deltas if cut is None else self.deltas[:cut])
+        if cut is None:
+            frames = frames + self.tail
+        return httpx.Response(
+            200,
+            headers={"content-type": self.content_type, **headers},
+            stream=_Frames(frames, dropped=cut is not None, request=request),
+        )
+
+
+def ok(call: Call, reply: Json | Stream, headers: Mapping[str, str]) -> httpx.Response:
+    """A 200: the whole body at once, or a stream sent frame by frame."""
+    if isinstance(reply, Stream):
+        return reply.response(call.request, headers)
+    return json_response(200, reply, headers)
