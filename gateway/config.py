@@ -30,6 +30,8 @@ class Policy:
 
 @dataclass(frozen=True)
 class Deployment:
+    """One model behind one provider, with its window and its own policy."""
+
     name: str
     provider: ProviderKind
     context_window: int
@@ -53,6 +55,8 @@ class LogSettings:
 
 @dataclass(frozen=True)
 class Config:
+    """The whole configuration: what to try, in which order, how hard."""
+
     product: str
     deployments: tuple[Deployment, ...]
     long_context: Deployment | None = None

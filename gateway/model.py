@@ -186,6 +186,8 @@ class FailureKind(StrEnum):
 
 @dataclass(frozen=True)
 class QuestionError:
+    """Why a whole question failed, and each deployment's part in it."""
+
     kind: FailureKind
     message: str
     deployments: tuple[DeploymentError, ...] = ()
