@@ -208,7 +208,7 @@ def run_eval_command(
     clock: SystemClock | VirtualClock = SystemClock()
     if simulate:
         from cli.simulate_cmd import simulated_config, simulated_environ
-        from gateway.simulate import SimulatedTransport, check_names, parse_faults
+        from gateway.simulate import SimulatedTransport, check_names, local_answerer, parse_faults
 
         try:
             faults = parse_faults(fail)
@@ -218,7 +218,12 @@ def run_eval_command(
         environ = simulated_environ(config)
         config = simulated_config(config)
         clock = VirtualClock(start_wall=time.time())
-        transport = SimulatedTransport(config.all_deployments(), faults, clock=clock)
+        # The fakes answer from the articles, so the rules are checked on realistic answers.
+        named = wiring.build_request(config, "", loaded, product=product).product
+        answerer = local_answerer(loaded, named) if loaded else None
+        transport = SimulatedTransport(
+            config.all_deployments(), faults, clock=clock, answerer=answerer
+        )
     try:
         chosen = pick_deployments(config, deployments)
     except ValueError as exc:

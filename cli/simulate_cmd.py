@@ -101,7 +101,7 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
     from cli.output import StreamSink, write_json, write_text
     from cli.render import AttemptsDisplay
     from gateway.clock import SystemClock, VirtualClock
-    from gateway.simulate import SimulatedTransport, check_names, parse_faults
+    from gateway.simulate import SimulatedTransport, check_names, local_answerer, parse_faults
 
     if opts.requests < 1:
         raise wiring.CliError("--requests must be at least 1", ExitCode.USAGE)
@@ -127,7 +127,9 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
 
         store = MemoryStore()
     rng: RandomSource = SystemClock() if opts.seed is None else _Seeded(opts.seed)
-    transport = SimulatedTransport(sim.all_deployments(), faults, clock=clock)
+    # With articles the fakes answer as a compliant model would; without, a generic line.
+    answerer = local_answerer(articles, request.product) if articles else None
+    transport = SimulatedTransport(sim.all_deployments(), faults, clock=clock, answerer=answerer)
 
     mode = "real time" if opts.real_time else "virtual time: waits are shown, not taken"
     faulted = ", ".join(opts.fail) or "no faults"

@@ -148,7 +148,8 @@ def test_simulate_works_with_real_keys_set_and_never_shows_them(
 def test_simulate_uses_a_default_question(home: Path) -> None:
     out = run(["simulate", "-a", "kb"])
     assert out.exit_code == 0
-    assert "How do I reset my password?" in out.stdout
+    # The simulated deployment answers the default question from the password article.
+    assert "[primary] From “Reset your password”" in out.stdout
 
 
 @pytest.mark.parametrize(

@@ -250,16 +250,17 @@ def test_eval_against_simulated_providers_json(tmp_path: Path) -> None:
     assert [a["status"] for a in first["answers"]] == ["answered"] * 4
     assert first["answers"][0]["answer"].startswith("[primary]")
     assert first["answers"][3]["answer"].startswith("[long]")
-    # The simulated LLMs do not decline an uncovered question; the offline one does.
+    # The simulated LLMs answer from the articles as the prompt asks: like the offline one,
+    # they decline the uncovered question.
     coverage = {
         a["deployment"]: next(c for c in a["checks"] if c["rule"] == "coverage")["passed"]
         for a in second["answers"]
     }
-    assert coverage == {"primary": False, "fallback": False, "local": True, "long": False}
+    assert coverage == {"primary": True, "fallback": True, "local": True, "long": True}
     assert data["summary"]["local"]["rules"]["coverage"] == {"passed": 2, "failed": 0}
-    # The offline answer quotes the article, which never mentions a ticket.
+    # Every answer quotes the article, which never mentions a ticket.
     assert data["summary"]["local"]["rules"]["expected"] == {"passed": 0, "failed": 1}
-    assert data["summary"]["primary"]["rules"]["expected"] == {"passed": 1, "failed": 0}
+    assert data["summary"]["primary"]["rules"]["expected"] == {"passed": 0, "failed": 1}
     assert data["violations"] == 4 and data["passed"] is False
     assert code == CHECK_FAILED and "4 rule violation(s)" in err
 
@@ -273,7 +274,7 @@ def test_eval_passes_when_every_rule_holds(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0, err
     assert "How do I reset my password?" in out and "Can I change my email?" in out
-    assert "[primary] Thanks" in out  # answer text printed as written, brackets and all
+    assert "[primary] From" in out  # answer text printed as written, brackets and all
     assert "eval: every rule passed" in out
     assert "long" not in out.split("summary")[1]
 
