@@ -405,4 +405,3 @@ class _Question:
         else:
             error = QuestionError(FailureKind.EXHAUSTED, "no deployment could answer", lines)
         return self._result(Status.FAILED, None, error=error)
-
