@@ -12,6 +12,7 @@ class ExitCode(IntEnum):
     INTERNAL = 1  # a bug: the traceback only with --debug
     USAGE = 2  # unknown flag, missing argument, mistyped command, no question
     REFUSED = 3  # the refusal itself is on stdout, as is
+    CHECK_FAILED = 4  # stats/eval: the check ran and found a problem (not in the design's table)
     DATAERR = 65  # fatal request: malformed, or too large for every deployment
     NOINPUT = 66  # empty question; no readable article
     UNAVAILABLE = 69  # no deployment could answer

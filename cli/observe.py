@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.common import CONFIG_HELP
+from cli.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from gateway.model import Request
     from gateway.stats import Stats
 
-CHECK_FAILED = 4  # the check ran and found a problem: fallback share too high, a rule broken
+CHECK_FAILED = ExitCode.CHECK_FAILED  # fallback share too high, a rule broken
 
 LOG_HELP = "The attempt log (else $SUPPORT_ASK_LOG, the config's log.path, the user log dir)."
 
