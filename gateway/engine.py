@@ -254,19 +254,7 @@ class _Question:
                 rand=self.e._rng.random(),
                 took=elapsed,
             )
-            detail = failure.detail if not step.note else f"{failure.detail} ({step.note})"
-            self._record(
-                Attempt(
-                    d.name,
-                    number,
-                    failure.status,
-                    failure.kind,
-                    step.outcome,
-                    step.wait,
-                    elapsed,
-                    detail,
-                )
-            )
+            self._record_failure(d, number, failure, step.outcome, elapsed, step.wait, step.note)
             if step.outcome is Outcome.RETRY:
                 self.e._sleeper.sleep(step.wait)
                 retries += 1
@@ -313,55 +301,72 @@ class _Question:
             credential=key if failure.kind is ErrorKind.AUTH else None,
         )
 
-    def _result(self, status: Status, d: Deployment | None, **fields: object) -> Result:
-        base: dict[str, object] = {
-            "status": status,
-            "answer": None,
-            "deployment": None if d is None else d.name,
-            "provider": None if d is None else str(d.provider),
-            "model": None if d is None else d.model,
-            "routed": self.plan.route,
-            "input_tokens": self.plan.input_tokens,
-            "input_tokens_exact": self.tokens_exact,
-            "elapsed_s": self.clock.monotonic() - self.budget.start,
-            "attempts": tuple(self.attempts),
-        }
-        base.update(fields)
-        return Result(**base)  # type: ignore[arg-type]
+    def _record_failure(
+        self,
+        d: Deployment,
+        number: int,
+        failure: Failure,
+        outcome: Outcome,
+        elapsed: float,
+        wait: float = 0.0,
+        note: str = "",
+    ) -> None:
+        detail = f"{failure.detail} ({note})" if note else failure.detail
+        self._record(
+            Attempt(d.name, number, failure.status, failure.kind, outcome, wait, elapsed, detail)
+        )
+
+    def _result(
+        self,
+        status: Status,
+        d: Deployment | None,
+        *,
+        answer: str | None = None,
+        model: str | None = None,
+        error: QuestionError | None = None,
+        incomplete: bool = False,
+    ) -> Result:
+        return Result(
+            status=status,
+            answer=answer,
+            deployment=None if d is None else d.name,
+            provider=None if d is None else str(d.provider),
+            model=model or (None if d is None else d.model),
+            routed=self.plan.route,
+            input_tokens=self.plan.input_tokens,
+            input_tokens_exact=self.tokens_exact,
+            elapsed_s=self.clock.monotonic() - self.budget.start,
+            attempts=tuple(self.attempts),
+            error=error,
+            incomplete=incomplete,
+        )
 
     def _answered(self, d: Deployment, number: int, reply: Reply, elapsed: float) -> None:
-        status = None if d.provider is ProviderKind.LOCAL else 200
+        # A refusal is an answer too: the deployment is healthy, and no other should be asked.
         if reply.refused:
             log.warning("%s refused the question: %s", d.name, reply.text[:200])
-            self._record(
-                Attempt(d.name, number, status, ErrorKind.REFUSAL, Outcome.FATAL, 0.0, elapsed, "")
+        self._record(
+            Attempt(
+                d.name,
+                number,
+                None if d.provider is ProviderKind.LOCAL else 200,
+                ErrorKind.REFUSAL if reply.refused else None,
+                Outcome.FATAL if reply.refused else Outcome.ANSWERED,
+                0.0,
+                elapsed,
             )
-            self.e._store.clear(d.name)
-            raise _Finished(
-                self._result(Status.REFUSED, d, answer=reply.text, model=reply.model or d.model)
-            )
-        self._record(Attempt(d.name, number, status, None, Outcome.ANSWERED, 0.0, elapsed, ""))
-        self.e._store.clear(d.name)
-        raise _Finished(
-            self._result(Status.ANSWERED, d, answer=reply.text, model=reply.model or d.model)
         )
+        self.e._store.clear(d.name)
+        status = Status.REFUSED if reply.refused else Status.ANSWERED
+        raise _Finished(self._result(status, d, answer=reply.text, model=reply.model))
 
     def _stopped(
         self, d: Deployment, number: int, failure: Failure, partial: str, elapsed: float
     ) -> None:
         # Text already reached the user: a retry would repeat it, a fallback would splice two
         # answers. Report the break, keep what was written, and cool the deployment down.
-        self._record(
-            Attempt(
-                d.name,
-                number,
-                failure.status,
-                failure.kind,
-                Outcome.STOPPED,
-                0.0,
-                elapsed,
-                f"{failure.detail} (after text was written: not retried)",
-            )
+        self._record_failure(
+            d, number, failure, Outcome.STOPPED, elapsed, note="after text was written: not retried"
         )
         if cools_down(failure.kind):
             self._cool(d, failure, Step(Outcome.STOPPED, cooldown=d.policy.cooldown))
