@@ -110,3 +110,26 @@ def test_the_readme_exit_code_table_matches_the_cli() -> None:
 
     table = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", README, flags=re.M))
     assert {int(c) for c in table} == {int(e) for e in ExitCode}
+
+
+def test_the_readme_config_reference_names_every_key_and_its_default() -> None:
+    from gateway import config as cfg
+
+    section = README.split("## Configuration", 1)[1].split("### Environment", 1)[0]
+    documented = set(re.findall(r"^\| `([\w.\[\]]+)` \|", section, flags=re.M))
+    expected = (
+        {k for k in cfg._TOP_KEYS if k not in {"policy", "state", "log", "deployments"}}
+        | {f"policy.{k}" for k in cfg._POLICY_KEYS}
+        | {f"state.{k}" for k in cfg._STATE_KEYS}
+        | {f"log.{k}" for k in cfg._LOG_KEYS}
+        | {"deployments[]"}
+    )
+    assert documented == expected
+    deployment_row = re.search(r"^\| `deployments\[\]` \|.*$", section, flags=re.M)
+    assert deployment_row is not None
+    for key in cfg._DEPLOYMENT_KEYS:
+        assert f"`{key}`" in deployment_row.group(0), key
+    # Each policy default in the README is the code's default.
+    for name in cfg._POLICY_KEYS:
+        row = re.search(rf"^\| `policy\.{name}` \| ([\d.]+) \|", section, flags=re.M)
+        assert row is not None and float(row.group(1)) == float(getattr(cfg.Policy(), name))
