@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from gateway.model import ErrorKind, ProviderError, Reply, Request
 from gateway.providers.http import (
-    HttpClient,
     HttpProvider,
     SseEvent,
     as_dict,
@@ -178,29 +177,19 @@ class AnthropicProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
     ) -> None:
-        self.deployment = deployment.name
         self._model = deployment.model
         # Accept a base_url given with or without the version segment.
         base = (deployment.base_url or ANTHROPIC_BASE_URL).rstrip("/").removesuffix("/v1")
-        self._endpoint = f"{base}/v1/messages"
-        headers = {name.lower(): value for name, value in deployment.headers}
-        headers["anthropic-version"] = ANTHROPIC_VERSION
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
         if key is not None:
             headers["x-api-key"] = key.reveal()
         super().__init__(
-            HttpClient(
-                headers,
-                transport=transport,
-                clock=clock,
-                tls=self._endpoint.startswith("https:"),
-            )
+            deployment,
+            url=f"{base}/v1/messages",
+            headers=headers,
+            transport=transport,
+            clock=clock,
         )
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(deployment={self.deployment!r}, url={self._endpoint!r})"
-
-    def _url(self, *, stream: bool) -> str:
-        return self._endpoint
 
     def _body(self, request: Request, *, stream: bool) -> dict[str, object]:
         body: dict[str, object] = {"model": self._model, "max_tokens": request.max_output_tokens}

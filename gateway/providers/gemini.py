@@ -18,7 +18,6 @@ from urllib.parse import quote
 
 from gateway.model import Reply, Request
 from gateway.providers.http import (
-    HttpClient,
     HttpProvider,
     SseEvent,
     as_dict,
@@ -202,28 +201,19 @@ class GeminiProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
     ) -> None:
-        self.deployment = deployment.name
         base = (deployment.base_url or GEMINI_BASE_URL).rstrip("/")
         model = quote((deployment.model or "").removeprefix("models/"), safe="")
-        self._generate = f"{base}/models/{model}:generateContent"
         self._stream = f"{base}/models/{model}:streamGenerateContent?alt=sse"
-        headers = {name.lower(): value for name, value in deployment.headers}
-        if key is not None:
-            headers["x-goog-api-key"] = key.reveal()
         super().__init__(
-            HttpClient(
-                headers,
-                transport=transport,
-                clock=clock,
-                tls=self._generate.startswith("https:"),
-            )
+            deployment,
+            url=f"{base}/models/{model}:generateContent",
+            headers={} if key is None else {"x-goog-api-key": key.reveal()},
+            transport=transport,
+            clock=clock,
         )
 
-    def __repr__(self) -> str:
-        return f"GeminiProvider(deployment={self.deployment!r}, url={self._generate!r})"
-
     def _url(self, *, stream: bool) -> str:
-        return self._stream if stream else self._generate
+        return self._stream if stream else self._endpoint
 
     def _body(self, request: Request, *, stream: bool) -> dict[str, object]:
         body: dict[str, object] = {}

@@ -45,6 +45,7 @@ from gateway.model import ErrorKind, Failure, ProviderError, Reply, Request, Tex
 if TYPE_CHECKING:
     import ssl
 
+    from gateway.config import Deployment
     from gateway.seams import Clock
 
 log = logging.getLogger("support_ask.http")
@@ -591,12 +592,34 @@ class HttpClient:
 class HttpProvider(ABC):
     """What every HTTP adapter shares: a JSON POST without `on_text`, an event stream with it.
 
-    A subclass says where to send (`_url`), what (`_body`) and how to read the answer
-    (`_parse` for a whole reply, `_parser` for a stream); this class owns the call.
+    A subclass says where to send (the `url` it is built with, or `_url` when streaming goes
+    elsewhere), what (`_body`) and how to read the answer (`_parse` for a whole reply,
+    `_parser` for a stream); this class owns the client and the call.
     """
 
-    def __init__(self, http: HttpClient) -> None:
-        self._http = http
+    def __init__(
+        self,
+        deployment: Deployment,
+        *,
+        url: str,
+        headers: Mapping[str, str],
+        transport: httpx.BaseTransport | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        """`url` is the endpoint (named in the repr; an http:// one never loads the CA
+        bundle); `headers` are the protocol's own, credentials among them, and win over a
+        header of the same name in the deployment's configured ones."""
+        self.deployment = deployment.name
+        self._endpoint = url
+        sent = {name.lower(): value for name, value in deployment.headers}
+        sent.update(headers)
+        self._http = HttpClient(
+            sent, transport=transport, clock=clock, tls=url.startswith("https:")
+        )
+
+    def __repr__(self) -> str:
+        # The deployment and where it goes, never a header: that is where the key is.
+        return f"{type(self).__name__}(deployment={self.deployment!r}, url={self._endpoint!r})"
 
     def complete(
         self, request: Request, *, timeout: float, on_text: TextSink | None = None
@@ -623,8 +646,9 @@ class HttpProvider(ABC):
     def _now(self) -> float:
         return self._http.clock.wall()
 
-    @abstractmethod
-    def _url(self, *, stream: bool) -> str: ...
+    def _url(self, *, stream: bool) -> str:
+        # One endpoint for both; a protocol with a separate streaming one overrides this.
+        return self._endpoint
 
     @abstractmethod
     def _body(self, request: Request, *, stream: bool) -> dict[str, object]: ...

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from gateway.model import Reply, Request
 from gateway.providers.http import (
-    HttpClient,
     HttpProvider,
     SseEvent,
     as_dict,
@@ -215,22 +214,11 @@ class OpenAIProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
     ) -> None:
-        self.deployment = deployment.name
         self._model = deployment.model
-        self._endpoint, self._dialect = self._locate(deployment)
-        headers = {name.lower(): value for name, value in deployment.headers}
-        headers.update(self._auth(key))  # ours win over a configured header of the same name
+        url, self._dialect = self._locate(deployment)
         super().__init__(
-            HttpClient(
-                headers,
-                transport=transport,
-                clock=clock,
-                tls=self._endpoint.startswith("https:"),
-            )
+            deployment, url=url, headers=self._auth(key), transport=transport, clock=clock
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(deployment={self.deployment!r}, url={self._endpoint!r})"
 
     def _locate(self, deployment: Deployment) -> tuple[str, Dialect]:
         base = (deployment.base_url or OPENAI_BASE_URL).rstrip("/")
@@ -238,9 +226,6 @@ class OpenAIProvider(HttpProvider):
 
     def _auth(self, key: Secret | None) -> dict[str, str]:
         return {} if key is None else {"authorization": f"Bearer {key.reveal()}"}
-
-    def _url(self, *, stream: bool) -> str:
-        return self._endpoint
 
     def _body(self, request: Request, *, stream: bool) -> dict[str, object]:
         return chat_body(request, model=self._model, dialect=self._dialect, stream=stream)
