@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -107,14 +108,15 @@ def _clear(state: _State, deployment: str | None) -> _State | None:
     return _State(state.salt, {k: v for k, v in state.entries.items() if k != deployment})
 
 
-class MemoryStore:
-    """Cooldowns for one process only: tests, and `simulate` without --state."""
-
-    def __init__(self) -> None:
-        self._state = _State(_new_salt(), {})
+class _Store(ABC):
+    """The StateStore protocol, written once over the rules above: a store says only where
+    its state lives (`_load`) and how a change reaches it (`_update`)."""
 
     def active(self, now: float, credentials: Mapping[str, Secret | None]) -> dict[str, Cooldown]:
-        return _active(self._state, now, credentials)
+        return _active(self._load(), now, credentials)
+
+    def entries(self) -> list[Cooldown]:
+        return sorted(self._load().entries.values(), key=lambda c: c.deployment)
 
     def cool(
         self,
@@ -126,25 +128,43 @@ class MemoryStore:
         detail: str = "",
         credential: Secret | None = None,
     ) -> None:
-        changed = _cool(
-            self._state,
-            deployment,
-            until=until,
-            kind=kind,
-            now=now,
-            detail=detail,
-            credential=credential,
-        )
-        if changed is not None:
-            self._state = changed
+        def change(state: _State) -> _State | None:
+            return _cool(
+                state,
+                deployment,
+                until=until,
+                kind=kind,
+                now=now,
+                detail=detail,
+                credential=credential,
+            )
+
+        self._update(change)
 
     def clear(self, deployment: str | None = None) -> None:
-        changed = _clear(self._state, deployment)
-        if changed is not None:
-            self._state = changed
+        self._update(lambda state: _clear(state, deployment))
 
-    def entries(self) -> list[Cooldown]:
-        return sorted(self._state.entries.values(), key=lambda c: c.deployment)
+    @abstractmethod
+    def _load(self) -> _State:
+        """The state for a read."""
+
+    @abstractmethod
+    def _update(self, change: Callable[[_State], _State | None]) -> _State:
+        """Apply `change` (None: nothing changes) and return the state now in force."""
+
+
+class MemoryStore(_Store):
+    """Cooldowns for one process only: tests, and `simulate` without --state."""
+
+    def __init__(self) -> None:
+        self._state = _State(_new_salt(), {})
+
+    def _load(self) -> _State:
+        return self._state
+
+    def _update(self, change: Callable[[_State], _State | None]) -> _State:
+        self._state = change(self._state) or self._state
+        return self._state
 
 
 # --- The file -------------------------------------------------------------------------
@@ -237,7 +257,7 @@ else:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when the descriptor is closed
 
 
-class FileStore:
+class FileStore(_Store):
     """Cooldowns in a versioned JSON file shared by every invocation.
 
     Reads take no lock: the file is only ever replaced whole (os.replace), so a reader sees
@@ -256,40 +276,6 @@ class FileStore:
         self._warn_sink: Warn = warn or logging.getLogger("support_ask.state").warning
         self._warned: set[str] = set()
         self._memory: _State | None = None  # set once the file proved unwritable
-
-    # -- the StateStore protocol
-
-    def active(self, now: float, credentials: Mapping[str, Secret | None]) -> dict[str, Cooldown]:
-        return _active(self._load(), now, credentials)
-
-    def entries(self) -> list[Cooldown]:
-        return sorted(self._load().entries.values(), key=lambda c: c.deployment)
-
-    def cool(
-        self,
-        deployment: str,
-        *,
-        until: float,
-        kind: ErrorKind,
-        now: float,
-        detail: str = "",
-        credential: Secret | None = None,
-    ) -> None:
-        def change(state: _State) -> _State | None:
-            return _cool(
-                state,
-                deployment,
-                until=until,
-                kind=kind,
-                now=now,
-                detail=detail,
-                credential=credential,
-            )
-
-        self._update(change)
-
-    def clear(self, deployment: str | None = None) -> None:
-        self._update(lambda state: _clear(state, deployment))
 
     # -- reading
 
