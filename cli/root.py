@@ -23,6 +23,15 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
+# Both the root and `ask` (the default command) take it, so it works wherever it is typed.
+VersionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--version", help="Print the version and exit.", callback=_version_callback, is_eager=True
+    ),
+]
+
+
 def _lazy_commands() -> dict[str, str]:
     from importlib.util import find_spec
 
@@ -59,15 +68,7 @@ def build_app() -> typer.Typer:
 
     @app.callback()
     def root(
-        show_version: Annotated[
-            bool,
-            typer.Option(
-                "--version",
-                help="Print the version and exit.",
-                callback=_version_callback,
-                is_eager=True,
-            ),
-        ] = False,
+        show_version: VersionOpt = False,
     ) -> None:
         """Answer a customer-support question from help-centre articles with LLMs."""
 
@@ -158,15 +159,7 @@ def _register_ask(app: typer.Typer) -> None:
         no_log: Annotated[
             bool, typer.Option("--no-log", help="Do not append to the attempt log.")
         ] = False,
-        show_version: Annotated[
-            bool,
-            typer.Option(
-                "--version",
-                help="Print the version and exit.",
-                callback=_version_callback,
-                is_eager=True,
-            ),
-        ] = False,
+        show_version: VersionOpt = False,
     ) -> None:
         """Ask a question (the default command)."""
         from cli.ask import AskOptions, run_ask
