@@ -22,3 +22,28 @@ def _isolated_user(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         monkeypatch.setenv(var, str(home / sub))
     for var in (*_KEYS, *_OURS):
         monkeypatch.delenv(var, raising=False)
+
+
+# --- a user's working directory, for the commands run through Typer's runner -------------
+
+
+@pytest.fixture
+def cli_config() -> str:
+    """The support-ask.yaml that `home` writes: a module using `home` defines its own."""
+    raise NotImplementedError("a test module that uses `home` defines a `cli_config` fixture")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_config: str) -> Path:
+    """The working directory: `cli_config` as ./support-ask.yaml, one article in ./kb, and
+    the state file and attempt log beside them; no colour or width settings inherited."""
+    for var in ("NO_COLOR", "COLUMNS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SUPPORT_ASK_STATE", str(tmp_path / "state.json"))
+    monkeypatch.setenv("SUPPORT_ASK_LOG", str(tmp_path / "attempts.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "support-ask.yaml").write_text(cli_config)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "reset.md").write_text("# Reset your password\n\nOpen Settings, then Reset password.\n")
+    return tmp_path

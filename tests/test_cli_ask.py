@@ -12,11 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from cli import ask as ask_module
 from cli import wiring
-from cli.root import build_app
 from gateway.model import (
     Attempt,
     DeploymentError,
@@ -29,17 +27,7 @@ from gateway.model import (
     Route,
     Status,
 )
-
-KEY_VARS = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "SUPPORT_ASK_CONFIG",
-    "SUPPORT_ASK_STATE",
-    "SUPPORT_ASK_LOG",
-    "NO_COLOR",
-)
+from tests.cli_runner import run
 
 CONFIG = """\
 product: Acme Cloud
@@ -179,20 +167,8 @@ class FakeEngine:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A clean working directory holding a config and a knowledge base; no real keys."""
-    for var in KEY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-    monkeypatch.setenv("SUPPORT_ASK_STATE", str(tmp_path / "state.json"))
-    monkeypatch.setenv("SUPPORT_ASK_LOG", str(tmp_path / "attempts.jsonl"))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "support-ask.yaml").write_text(CONFIG)
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "reset.md").write_text("# Reset your password\n\nOpen Settings, then Reset password.\n")
-    return tmp_path
+def cli_config() -> str:
+    return CONFIG
 
 
 @pytest.fixture
@@ -212,10 +188,6 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeEngine
 
     monkeypatch.setattr(wiring, "build_engine", build_engine)
     yield install
-
-
-def run(args: list[str], input: str | None = None) -> Any:
-    return CliRunner().invoke(build_app(), args, input=input, prog_name="support-ask")
 
 
 # --- the default command and the question -------------------------------------------------

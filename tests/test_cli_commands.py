@@ -6,26 +6,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from cli.root import build_app
 from gateway.cooldown import FileStore
 from gateway.model import ErrorKind
-
-KEY_VARS = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "SUPPORT_ASK_CONFIG",
-    "SUPPORT_ASK_STATE",
-    "SUPPORT_ASK_LOG",
-    "NO_COLOR",
-    "COLUMNS",
-)
+from tests.cli_runner import run
 
 CONFIG = """\
 product: Acme Cloud
@@ -59,23 +45,8 @@ SECRET = "sk-real-key-MUST-NOT-LEAK-0987654321"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for var in KEY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-    monkeypatch.setenv("SUPPORT_ASK_STATE", str(tmp_path / "state.json"))
-    monkeypatch.setenv("SUPPORT_ASK_LOG", str(tmp_path / "attempts.jsonl"))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "support-ask.yaml").write_text(CONFIG)
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "reset.md").write_text("# Reset your password\n\nOpen Settings, then Reset password.\n")
-    return tmp_path
-
-
-def run(args: list[str], input: str | None = None) -> Any:
-    return CliRunner().invoke(build_app(), args, input=input, prog_name="support-ask")
+def cli_config() -> str:
+    return CONFIG
 
 
 # --- simulate ------------------------------------------------------------------------------
