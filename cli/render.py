@@ -252,7 +252,8 @@ def _why(attempts: Sequence[Attempt], name: str) -> str:
 
 def fallback_notice(result: Result, config: Config) -> str | None:
     """The one line saying a fallback served, e.g. 'answered by fallback (anthropic
-    claude-haiku-4-5) after 4 attempts; primary: rate_limit'. None when the first
+    claude-haiku-4-5) after 4 attempts; primary: rate_limit', naming every deployment
+    passed over. None when the first
     deployment of the route served, or nothing did."""
     if result.status not in (Status.ANSWERED, Status.REFUSED) or result.deployment is None:
         return None
@@ -271,8 +272,10 @@ def fallback_notice(result: Result, config: Config) -> str | None:
         first = config.deployments[0].name if config.deployments else served
     if served == first:
         return None
-    why = _why(result.attempts, first)
-    return f"answered by {served} ({what}) after {calls} {plural}; {first}: {why}"
+    # Every deployment passed over on the way, in the order they were tried.
+    passed = dict.fromkeys(a.deployment for a in result.attempts if a.deployment != served)
+    why = "; ".join(f"{name}: {_why(result.attempts, name)}" for name in passed)
+    return f"answered by {served} ({what}) after {calls} {plural}; {why}"
 
 
 AttemptSink = Callable[[Attempt], None]

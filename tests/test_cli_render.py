@@ -39,6 +39,7 @@ def served_by(name: str, attempts: tuple[Attempt, ...], route: Route = Route.NOR
         "primary": ("openai", "gpt-4o-mini"),
         "fallback": ("anthropic", "claude-haiku-4-5"),
         "long": ("gemini", "gemini-2.5-pro"),
+        "local": ("local", "local-bm25"),
     }[name]
     return Result(Status.ANSWERED, "ok", name, provider, model, route, 9000, 1.0, attempts)
 
@@ -93,6 +94,18 @@ def test_live_table_counts_down_then_leaves_the_final_table() -> None:
             served_by("fallback", (SKIP, SERVED)),
             "answered by fallback (anthropic claude-haiku-4-5) after 1 attempt; "
             "primary: skipped (OPENAI_API_KEY not set)",
+        ),
+        (
+            served_by(
+                "local",
+                (
+                    SKIP,
+                    Attempt("fallback", 1, 503, ErrorKind.OVERLOADED, Outcome.FAIL_OVER, 0, 0.1),
+                    Attempt("local", 1, None, None, Outcome.ANSWERED, 0, 0.0),
+                ),
+            ),
+            "answered by local (local local-bm25) after 2 attempts; "
+            "primary: skipped (OPENAI_API_KEY not set); fallback: overloaded",
         ),
     ],
 )
