@@ -16,8 +16,8 @@ LAZY_COMMANDS = {
     "simulate": "cli.simulate_cmd",
     "cooldowns": "cli.cooldowns_cmd",
     "config": "cli.config_cmd",
-    "stats": "cli.observe",
-    "eval": "cli.observe",
+    "stats": "cli.stats_cmd",
+    "eval": "cli.eval_cmd",
 }
 
 # Options the group itself takes; any other leading option belongs to `ask`.
