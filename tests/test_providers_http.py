@@ -12,16 +12,10 @@ import pytest
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
 from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request
-from gateway.providers.http import (
-    MAX_BODY,
-    MAX_ERROR_BODY,
-    HttpClient,
-    SseDecoder,
-    SseEvent,
-    redact_headers,
-    redact_url,
-)
+from gateway.providers.http import MAX_BODY, MAX_ERROR_BODY, HttpClient
 from gateway.providers.openai import OpenAIProvider
+from gateway.providers.redaction import redact_headers, redact_url
+from gateway.providers.sse import SseDecoder, SseEvent
 from gateway.secret import Secret
 from tests.provider_fixtures import replay
 

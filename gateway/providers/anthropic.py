@@ -22,24 +22,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway.model import ErrorKind, ProviderError, Reply, Request
-from gateway.providers.http import (
-    HttpProvider,
-    SseEvent,
-    as_dict,
-    as_int,
-    as_list,
-    as_str,
-    decode_json,
-    malformed,
-    protocol_failure,
-    stream_error,
-    truncated,
-)
+from gateway.providers.failures import malformed, protocol_failure, stream_error, truncated
+from gateway.providers.http import HttpProvider
+from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, decode_json
 
 if TYPE_CHECKING:
     import httpx
 
     from gateway.config import Deployment
+    from gateway.providers.sse import SseEvent
     from gateway.seams import Clock
     from gateway.secret import Secret
 

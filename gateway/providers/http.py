@@ -1,51 +1,49 @@
-"""The HTTP layer every provider adapter shares, and THE one place foreign exceptions become ours.
+"""The HTTP client every provider adapter shares, and THE one place foreign exceptions
+become ours.
 
 What lives here and nowhere else:
 
 - one `httpx.Client` per adapter: explicit connect/read/write/pool timeouts, no redirects,
   no retries (httpx's transports retry nothing unless asked; we never ask: the engine is the
   only retry loop), at most one connection so the watchdog knows which socket is in use;
-- the whole-attempt deadline: httpx's timeouts bound each socket operation, not the call,
-  so a server trickling one byte a second would never trip them. The deadline is checked
-  between chunks on the injected `Clock`, and a watchdog shuts the socket down when a read
-  is still blocked in the kernel at the deadline (closing a socket from another thread does
-  not wake a blocked read; shutting it down does);
+- each attempt held to its deadline (`deadline`): checked between chunks on the injected
+  `Clock`, and the socket in use handed to the watchdog;
 - status, headers and body of a non-2xx handed to `gateway.errors.classify_response`, and
   every transport exception to `classify_exception`, raised as `ProviderError` (the
   classifier is imported on the first failure: a good answer never loads it);
-- server-sent events decoded incrementally, so a streamed delta reaches `on_text` as soon
-  as its frame is complete;
-- the `--debug` HTTP log on `support_ask.http`, with credentials redacted.
+- a streamed reply read frame by frame (`sse`), so a delta reaches `on_text` as soon as
+  its frame is complete;
+- the `--debug` HTTP log on `support_ask.http`, with credentials redacted (`redaction`);
+- `HttpProvider`, the base class of the adapters.
+
+What the protocol itself proves wrong is built in `failures`; JSON bodies are read
+through `jsonshape`.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import dataclasses
 import functools
-import heapq
-import itertools
-import json
 import logging
-import re
-import socket
-import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import httpx
 
 from gateway.clock import SystemClock
-from gateway.model import ErrorKind, Failure, ProviderError, Reply, Request, TextSink
+from gateway.model import ErrorKind, ProviderError, Reply, Request, TextSink
+from gateway.providers.deadline import Alarm, Deadline, arm, shutdown_stream
+from gateway.providers.failures import malformed, protocol_failure
+from gateway.providers.jsonshape import decode_json, encode
+from gateway.providers.redaction import redact_headers, redact_url, secret_values
 
 if TYPE_CHECKING:
     import ssl
 
     from gateway.config import Deployment
+    from gateway.providers.sse import SseEvent, StreamParser
     from gateway.seams import Clock
 
 log = logging.getLogger("support_ask.http")
@@ -54,13 +52,6 @@ CONNECT_TIMEOUT_S = 5.0  # what the official SDKs use; also capped by the attemp
 MAX_ERROR_BODY = 64 * 1024  # enough for any provider's error JSON; an HTML page is cut
 MAX_BODY = 8 * 1024 * 1024  # a reply of a few hundred tokens is a few KiB; this is a runaway guard
 
-# Header names whose values are credentials, and fragments that make any other name suspect
-# (a deployment's extra headers may carry a proxy's token).
-_SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key", "cookie"}
-)
-_SECRET_FRAGMENTS = ("key", "auth", "token", "secret", "cookie", "password")
-_SECRET_QUERY = re.compile(r"([?&](?:key|api[-_]?key|access_token|token)=)[^&#]*", re.IGNORECASE)
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id")
 # httpcore's trace events that hand over a freshly connected network stream: direct, and
 # through an HTTP(S) or SOCKS proxy.
@@ -69,255 +60,6 @@ _CONNECTED = frozenset(
     for via in ("connection", "proxy", "socks")
     for step in ("connect_tcp", "start_tls")
 )
-
-
-# --- JSON helpers: provider bodies are read defensively, a wrong shape never crashes ---------
-
-
-def as_dict(value: object) -> dict[str, object]:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: object) -> list[object]:
-    return value if isinstance(value, list) else []
-
-
-def as_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def as_int(value: object) -> int | None:
-    # bool is an int to Python, never a token count to a provider
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def carries_error(data: object) -> bool:
-    """A JSON body that is an error envelope: {"error": ...}, or Gemini's [{"error": ...}]."""
-    if isinstance(data, list):
-        data = data[0] if data else None
-    return isinstance(data, dict) and bool(data.get("error"))
-
-
-def encode(body: Mapping[str, object]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
-    """A failure the wire protocol itself proves (no HTTP error to classify): a 2xx body
-    that is not JSON, a stream cut before its end marker, the attempt's deadline.
-
-    The kind is what the protocol says happened; what to do about it stays the
-    classifier's table (`errors.default_decision`), so nothing is decided here.
-    """
-    from gateway import errors
-
-    return ProviderError(Failure(kind, errors.default_decision(kind), errors.redact(detail)))
-
-
-def stream_error(payload: object, *, now: float) -> ProviderError:
-    """An error carried inside a 200 (an error event or frame, an error choice)."""
-    from gateway import errors
-
-    return ProviderError(errors.classify_stream_error(payload, now=now))
-
-
-def malformed(detail: str) -> ProviderError:
-    """A 2xx whose body breaks the protocol: the server's fault, as the classifier reads
-    an undecodable body."""
-    return protocol_failure(ErrorKind.SERVER, detail)
-
-
-def truncated(detail: str = "the stream ended before the model finished") -> ProviderError:
-    """A stream that stopped without its end marker: a dropped connection, in effect."""
-    return protocol_failure(ErrorKind.NETWORK, detail)
-
-
-def decode_json(data: str | bytes, *, what: str) -> object:
-    try:
-        return json.loads(data)
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError both
-        raise malformed(f"{what} is not valid JSON: {_excerpt(data)}") from None
-
-
-def _excerpt(data: str | bytes, limit: int = 80) -> str:
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    text = " ".join(text.split())
-    return repr(text if len(text) <= limit else text[:limit] + "...")
-
-
-# --- server-sent events ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SseEvent:
-    event: str  # "message" when the frame names none (OpenAI, Gemini)
-    data: str  # the frame's data lines joined with "\n"
-
-
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-class SseDecoder:
-    """Decodes an event stream incrementally, as the WHATWG spec interprets one.
-
-    Lines end in CRLF, LF or CR (Gemini sends CRLF; a CRLF may be split across two chunks);
-    lines starting with ':' are comments (OpenRouter's ': OPENROUTER PROCESSING'); several
-    `data:` lines make one event joined by newlines; a blank line dispatches. An event left
-    without its blank line at EOF is discarded, as the spec says.
-    """
-
-    __slots__ = ("_data", "_event", "_skip_lf", "_started", "_tail", "_text")
-
-    def __init__(self) -> None:
-        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._tail = ""
-        self._skip_lf = False
-        self._started = False
-        self._event = ""
-        self._data: list[str] = []
-
-    def feed(self, chunk: bytes) -> list[SseEvent]:
-        text = self._text.decode(chunk)
-        if not text:
-            return []
-        if self._skip_lf:
-            self._skip_lf = False
-            if text[0] == "\n":
-                text = text[1:]
-        if not self._started:
-            self._started = True
-            if text.startswith("\ufeff"):
-                text = text[1:]
-        buffered = self._tail + text
-        lines = _NEWLINE.split(buffered)
-        self._tail = lines.pop()
-        self._skip_lf = buffered.endswith("\r")
-        events: list[SseEvent] = []
-        for line in lines:
-            if not line:
-                if self._data:
-                    events.append(SseEvent(self._event or "message", "\n".join(self._data)))
-                self._event = ""
-                self._data = []
-            elif line[0] != ":":
-                name, _, value = line.partition(":")
-                if value[:1] == " ":
-                    value = value[1:]
-                if name == "data":
-                    self._data.append(value)
-                elif name == "event":
-                    self._event = value
-                # `id` and `retry` steer reconnection, which a one-shot answer never does
-        return events
-
-
-class StreamParser(Protocol):
-    """One provider's reading of its event stream, driven by `HttpClient.stream_reply`."""
-
-    @property
-    def finished(self) -> bool:
-        """The stream's own end marker arrived: stop reading."""
-        ...
-
-    def feed(self, event: SseEvent) -> str:
-        """The text delta this event carries for the user ('' if none).
-
-        Raises ProviderError for an error event or a frame that is not valid JSON.
-        """
-        ...
-
-    def reply(self, text: str) -> Reply:
-        """The answer once the stream is over; raises ProviderError if it ended unfinished."""
-        ...
-
-
-# --- the whole-attempt deadline -------------------------------------------------------------
-
-
-class _Alarm:
-    __slots__ = ("_action", "_lock", "cancelled")
-
-    def __init__(self, action: Callable[[], None]) -> None:
-        self._action = action
-        self._lock = threading.Lock()
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        # Under the lock: once cancel() returns, the action has either run or never will.
-        with self._lock:
-            self.cancelled = True
-
-    def fire(self) -> None:
-        with self._lock:
-            if not self.cancelled:
-                self.cancelled = True
-                self._action()
-
-
-class _Watchdog:
-    """One daemon thread for the whole process, running actions at real-time deadlines.
-
-    One thread shared by all attempts makes arming an alarm a heap push; a thread started
-    per attempt would cost more than building and parsing the request itself.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, _Alarm]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def arm(self, delay: float, action: Callable[[], None]) -> _Alarm:
-        alarm = _Alarm(action)
-        with self._cond:
-            heapq.heappush(self._heap, (time.monotonic() + delay, next(self._seq), alarm))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="support-ask-deadline", daemon=True
-                )
-                self._thread.start()
-            elif self._heap[0][2] is alarm:
-                self._cond.notify()
-        return alarm
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    while self._heap and self._heap[0][2].cancelled:
-                        heapq.heappop(self._heap)
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    wait = self._heap[0][0] - time.monotonic()
-                    if wait <= 0:
-                        alarm = heapq.heappop(self._heap)[2]
-                        break
-                    self._cond.wait(wait)
-            alarm.fire()
-
-
-_watchdog = _Watchdog()
-
-
-class _Deadline:
-    """One attempt's end, on the injected clock; `expired` is set when the watchdog fired."""
-
-    __slots__ = ("at", "expired", "stream", "timeout")
-
-    def __init__(self, at: float, timeout: float) -> None:
-        self.at = at
-        self.timeout = timeout
-        self.expired = False
-        self.stream: object = None  # the httpcore network stream, once connected
-
-
-def _shutdown(stream: object) -> None:
-    get_extra_info = getattr(stream, "get_extra_info", None)
-    sock = get_extra_info("socket") if get_extra_info is not None else None
-    if isinstance(sock, socket.socket):
-        with contextlib.suppress(OSError):  # already closed: nothing is blocked on it
-            sock.shutdown(socket.SHUT_RDWR)
 
 
 @functools.cache
@@ -335,33 +77,6 @@ def _no_ca_context() -> ssl.SSLContext:
     import ssl
 
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
-def _is_secret(name: str) -> bool:
-    low = name.lower()
-    return low in _SECRET_HEADERS or any(f in low for f in _SECRET_FRAGMENTS)
-
-
-def _secret_values(headers: Mapping[str, str]) -> tuple[str, ...]:
-    values: set[str] = set()
-    for name, value in headers.items():
-        if _is_secret(name):
-            values.add(value)
-            values.add(value.partition(" ")[2])  # the token after "Bearer "
-    # Longest first, so a token is not half-replaced by a shorter one; very short values
-    # would scrub ordinary words.
-    return tuple(sorted((v for v in values if len(v) >= 8), key=len, reverse=True))
-
-
-def redact_url(url: str) -> str:
-    return _SECRET_QUERY.sub(r"\1***", url)
-
-
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name.lower(): "***" if _is_secret(name) else value for name, value in headers.items()}
-
-
-# --- the client -----------------------------------------------------------------------------
 
 
 class HttpClient:
@@ -385,7 +100,7 @@ class HttpClient:
         self._sockets = transport is None
         self._connect_timeout = connect_timeout
         self._last_stream: object = None
-        self._secrets = _secret_values(headers)
+        self._secrets = secret_values(headers)
         self._client = httpx.Client(
             headers={"user-agent": "support-ask", "content-type": "application/json", **headers},
             transport=transport,
@@ -426,6 +141,8 @@ class HttpClient:
 
         Close the iterator (or exhaust it) to release the connection.
         """
+        from gateway.providers.sse import SseDecoder  # a whole (unstreamed) reply never needs it
+
         decoder = SseDecoder()
         for chunk in self._chunks(url, encode(body), timeout=timeout, limit=MAX_BODY):
             yield from decoder.feed(chunk)
@@ -473,10 +190,10 @@ class HttpClient:
         """The body of a 2xx reply, chunk by chunk as it arrives, within the attempt's deadline."""
         clock = self.clock
         started = clock.monotonic()
-        deadline = _Deadline(started + timeout, timeout)
+        deadline = Deadline(started + timeout, timeout)
         if timeout <= 0:
             raise self._timed_out(deadline)
-        alarm: _Alarm | None = None
+        alarm: Alarm | None = None
         response: httpx.Response | None = None
         outcome = "not sent"
         try:
@@ -488,7 +205,7 @@ class HttpClient:
                 extensions={"trace": self._tracer(deadline)} if self._sockets else None,
             )
             if self._sockets:
-                alarm = _watchdog.arm(timeout, functools.partial(self._expire, deadline))
+                alarm = arm(timeout, functools.partial(self._expire, deadline))
             response = self._client.send(request, stream=True)
             outcome = str(response.status_code)
             if self._sockets:
@@ -538,27 +255,27 @@ class HttpClient:
             connect=min(self._connect_timeout, timeout), read=timeout, write=timeout, pool=timeout
         )
 
-    def _tracer(self, deadline: _Deadline) -> Callable[[str, dict[str, object]], None]:
+    def _tracer(self, deadline: Deadline) -> Callable[[str, dict[str, object]], None]:
         def trace(name: str, info: dict[str, object]) -> None:
             if name in _CONNECTED:
                 deadline.stream = self._last_stream = info.get("return_value")
 
         return trace
 
-    def _expire(self, deadline: _Deadline) -> None:
+    def _expire(self, deadline: Deadline) -> None:
         deadline.expired = True
         # A reused keep-alive connection fires no connect event; with one connection per
         # client, the last one connected is the one in use.
         stream = deadline.stream if deadline.stream is not None else self._last_stream
         if stream is not None:
-            _shutdown(stream)
+            shutdown_stream(stream)
 
-    def _timed_out(self, deadline: _Deadline) -> ProviderError:
+    def _timed_out(self, deadline: Deadline) -> ProviderError:
         return protocol_failure(
             ErrorKind.TIMEOUT, f"no complete reply within the attempt's {deadline.timeout:g} s"
         )
 
-    def _error_body(self, response: httpx.Response, deadline: _Deadline) -> bytes:
+    def _error_body(self, response: httpx.Response, deadline: Deadline) -> bytes:
         """At most MAX_ERROR_BODY bytes of an error reply: enough to classify, never a flood."""
         parts: list[bytes] = []
         size = 0

@@ -15,19 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.model import Reply, Request
-from gateway.providers.http import (
-    HttpProvider,
-    SseEvent,
-    as_dict,
-    as_int,
-    as_list,
-    as_str,
-    carries_error,
-    decode_json,
-    malformed,
-    stream_error,
-    truncated,
-)
+from gateway.providers.failures import malformed, stream_error, truncated
+from gateway.providers.http import HttpProvider
+from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,6 +25,7 @@ if TYPE_CHECKING:
     import httpx
 
     from gateway.config import Deployment
+    from gateway.providers.sse import SseEvent
     from gateway.seams import Clock
     from gateway.secret import Secret
 

@@ -1,0 +1,40 @@
+"""ProviderErrors for what the wire protocol itself proves wrong.
+
+Not an HTTP error status or a foreign exception (those the client hands to
+`gateway.errors` to classify), but a 2xx that breaks the protocol: a body that is not
+JSON, a stream cut before its end marker, an error inside a 200, the attempt's deadline.
+"""
+
+from __future__ import annotations
+
+from gateway.model import ErrorKind, Failure, ProviderError
+
+
+def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
+    """A failure the wire protocol itself proves (no HTTP error to classify): a 2xx body
+    that is not JSON, a stream cut before its end marker, the attempt's deadline.
+
+    The kind is what the protocol says happened; what to do about it stays the
+    classifier's table (`errors.default_decision`), so nothing is decided here.
+    """
+    from gateway import errors
+
+    return ProviderError(Failure(kind, errors.default_decision(kind), errors.redact(detail)))
+
+
+def stream_error(payload: object, *, now: float) -> ProviderError:
+    """An error carried inside a 200 (an error event or frame, an error choice)."""
+    from gateway import errors
+
+    return ProviderError(errors.classify_stream_error(payload, now=now))
+
+
+def malformed(detail: str) -> ProviderError:
+    """A 2xx whose body breaks the protocol: the server's fault, as the classifier reads
+    an undecodable body."""
+    return protocol_failure(ErrorKind.SERVER, detail)
+
+
+def truncated(detail: str = "the stream ended before the model finished") -> ProviderError:
+    """A stream that stopped without its end marker: a dropped connection, in effect."""
+    return protocol_failure(ErrorKind.NETWORK, detail)

@@ -1,0 +1,54 @@
+"""JSON to and from providers: bodies are read defensively, a wrong shape never crashes.
+
+The `as_*` accessors give an empty or missing value for a field of the wrong type, so an
+adapter reads a surprising body as "no answer" rather than raising a TypeError; a body
+that is not JSON at all is the server's fault (`decode_json` raises `malformed`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from gateway.providers.failures import malformed
+
+
+def as_dict(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: object) -> int | None:
+    # bool is an int to Python, never a token count to a provider
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def carries_error(data: object) -> bool:
+    """A JSON body that is an error envelope: {"error": ...}, or Gemini's [{"error": ...}]."""
+    if isinstance(data, list):
+        data = data[0] if data else None
+    return isinstance(data, dict) and bool(data.get("error"))
+
+
+def encode(body: Mapping[str, object]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def decode_json(data: str | bytes, *, what: str) -> object:
+    try:
+        return json.loads(data)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both
+        raise malformed(f"{what} is not valid JSON: {_excerpt(data)}") from None
+
+
+def _excerpt(data: str | bytes, limit: int = 80) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit] + "...")
