@@ -8,10 +8,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from gateway import config as config_module
 from gateway.config import (
     Config,
     ConfigError,
@@ -22,6 +23,8 @@ from gateway.config import (
     load_default_config,
     resolve_state_path,
 )
+from gateway.config import cache as config_cache
+from gateway.config import validate as config_validate
 from gateway.model import ProviderKind
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -919,16 +922,16 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Files are cacheable at once (not a timestamp tick after their last change), and every
     real validation is counted: the cache's hits are the loads that do not add one."""
-    monkeypatch.setattr(config_module, "_SETTLE_FINE_S", 0.0)
-    monkeypatch.setattr(config_module, "_SETTLE_COARSE_S", 0.0)
+    monkeypatch.setattr(config_cache, "_SETTLE_FINE_S", 0.0)
+    monkeypatch.setattr(config_cache, "_SETTLE_COARSE_S", 0.0)
     seen: list[str] = []
-    real = config_module.load_config_text
+    real = config_validate.load_config_text
 
     def counting(text: str, source: str, *, base_dir: Path | None = None) -> Config:
         seen.append(source)
         return real(text, source, base_dir=base_dir)
 
-    monkeypatch.setattr(config_module, "load_config_text", counting)
+    monkeypatch.setattr(config_validate, "load_config_text", counting)
     return seen
 
 
@@ -975,12 +978,41 @@ def test_a_changed_file_is_validated_again(tmp_path: Path, validations: list[str
     assert len(validations) == 3
 
 
+# Every module of the config package, and the vocabulary its records hold.
+CODE = [*sorted((ROOT / "gateway" / "config").glob("*.py")), ROOT / "gateway" / "model.py"]
+
+
+@pytest.mark.parametrize("code", CODE, ids=[str(p.relative_to(ROOT)) for p in CODE])
+def test_a_config_is_validated_again_after_the_code_that_defines_it_changes(
+    tmp_path: Path, validations: list[str], monkeypatch: pytest.MonkeyPatch, code: Path
+) -> None:
+    # A new release or an edited checkout may read the same file differently.
+    path = write(tmp_path, GOOD)
+    load_config(path)
+    real_stat = os.stat
+    edited = os.path.realpath(code)
+
+    def stat(target: Any, *args: Any, **kwargs: Any) -> Any:
+        info = real_stat(target, *args, **kwargs)
+        if isinstance(target, str | os.PathLike) and os.path.realpath(target) == edited:
+            # What an edit of the code shows: another size and mtime.
+            return SimpleNamespace(
+                st_ino=info.st_ino, st_size=info.st_size + 1, st_mtime_ns=info.st_mtime_ns + 1
+            )
+        return info
+
+    monkeypatch.setattr(os, "stat", stat)
+    load_config(path)
+    load_config(path)
+    assert len(validations) == 2
+
+
 def test_a_file_changed_within_the_last_tick_is_not_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_cache: Path
 ) -> None:
     # A next edit in the same timestamp tick could keep every timestamp and the size.
-    monkeypatch.setattr(config_module, "_SETTLE_FINE_S", 3600.0)
-    monkeypatch.setattr(config_module, "_SETTLE_COARSE_S", 3600.0)
+    monkeypatch.setattr(config_cache, "_SETTLE_FINE_S", 3600.0)
+    monkeypatch.setattr(config_cache, "_SETTLE_COARSE_S", 3600.0)
     load_config(write(tmp_path, GOOD))
     assert not private_cache.exists()
 
@@ -1101,4 +1133,4 @@ def test_the_cache_dir_is_platformdirs_user_cache_dir(
     else:
         monkeypatch.setenv("XDG_CACHE_HOME", xdg)
     expected = Path(platformdirs.user_cache_dir("support-ask", appauthor=False))
-    assert config_module._cache_dir() == expected
+    assert config_cache._cache_dir() == expected

@@ -1,0 +1,82 @@
+"""The YAML configuration, loaded into frozen dataclasses and validated with file:line errors.
+
+    model     the records (Config, Deployment, Policy, LogSettings) and ConfigError
+    find      which config file to use, and where the cooldown state lives
+    load      a file or the bundled default -> Config, through the cache
+    cache     validated configs kept in the user cache dir, keyed by file and code
+    validate  YAML text -> Config, every error naming file:line and key
+
+Every engine run imports the records; the rest is the CLI's, imported on first use, and
+`validate` (with yaml) only when a config changed since it was cached.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gateway.config.model import (
+    BUNDLED_SOURCE,
+    Config,
+    ConfigError,
+    Deployment,
+    LogSettings,
+    Policy,
+)
+
+if TYPE_CHECKING:
+    from gateway.config.find import (
+        APP_NAME,
+        CONFIG_ENV,
+        STATE_ENV,
+        find_config,
+        resolve_state_path,
+    )
+    from gateway.config.load import load_config, load_default_config
+    from gateway.config.validate import load_config_text
+
+__all__ = [
+    "APP_NAME",
+    "BUNDLED_SOURCE",
+    "CONFIG_ENV",
+    "STATE_ENV",
+    "Config",
+    "ConfigError",
+    "Deployment",
+    "LogSettings",
+    "Policy",
+    "find_config",
+    "load_config",
+    "load_config_text",
+    "load_default_config",
+    "resolve_state_path",
+]
+
+# Name -> the module that defines it, for every name not imported above. The key tables are
+# private to the validator, and here only for the README's test of the config reference.
+_LAZY = {
+    "APP_NAME": "find",
+    "CONFIG_ENV": "find",
+    "STATE_ENV": "find",
+    "find_config": "find",
+    "resolve_state_path": "find",
+    "load_config": "load",
+    "load_default_config": "load",
+    "load_config_text": "validate",
+    "_TOP_KEYS": "validate",
+    "_POLICY_KEYS": "validate",
+    "_DEPLOYMENT_KEYS": "validate",
+    "_STATE_KEYS": "validate",
+    "_LOG_KEYS": "validate",
+}
+
+if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name stays an error
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # found once; later lookups do not come here
+        return value

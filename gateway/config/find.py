@@ -1,0 +1,64 @@
+"""Which config file to use and where the cooldown state lives: flag, variable, file, user dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gateway.config.model import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from gateway.config.model import Config
+
+CONFIG_ENV = "SUPPORT_ASK_CONFIG"
+STATE_ENV = "SUPPORT_ASK_STATE"
+APP_NAME = "support-ask"  # the folder's name in each platformdirs user dir
+
+
+def find_config(flag: Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
+    """The config file to use, or None for the bundled default.
+
+    Order: --config, $SUPPORT_ASK_CONFIG, ./support-ask.yaml, the user config dir's
+    config.yaml. A file named by the flag or the variable must exist: a typo there is an
+    error, not a silent fall-through to another config.
+    """
+    named = (
+        (flag, "--config")
+        if flag is not None
+        else ((Path(environ[CONFIG_ENV]), f"${CONFIG_ENV}") if environ.get(CONFIG_ENV) else None)
+    )
+    if named is not None:
+        path, origin = named
+        path = path.expanduser()
+        if not path.is_absolute():
+            path = cwd / path
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise ConfigError(
+                f"the config file named by {origin} {what}; fix: correct the path, or unset "
+                f"it to use ./support-ask.yaml, the user config dir or the bundled default",
+                file=str(path),
+            )
+        return path
+    local = cwd / "support-ask.yaml"
+    if local.is_file():
+        return local
+    import platformdirs
+
+    user = Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.yaml"
+    return user if user.is_file() else None
+
+
+def resolve_state_path(flag: Path | None, environ: Mapping[str, str], config: Config) -> Path:
+    """The cooldown state file: --state, $SUPPORT_ASK_STATE, state.path, the user state dir."""
+    if flag is not None:
+        return flag.expanduser()
+    if environ.get(STATE_ENV):
+        return Path(environ[STATE_ENV]).expanduser()
+    if config.state_path is not None:
+        return config.state_path
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir(APP_NAME, appauthor=False)) / "cooldowns.json"
