@@ -37,7 +37,12 @@ def _wants_version(args: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     args = list(sys.argv[1:] if argv is None else argv)
     if _wants_version(args):
-        sys.stdout.write(f"{PROG} {version()}\n")
+        try:
+            sys.stdout.write(f"{PROG} {version()}\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+            raise SystemExit(141) from None  # ExitCode.BROKEN_PIPE, without importing it
         raise SystemExit(0)
     from cli.fastpath import parse_ask
 
@@ -96,11 +101,13 @@ def run_guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> int:
         code = ExitCode.CONFIG
     except KeyboardInterrupt:
         diag.error("interrupted")
-        code = 130
+        code = ExitCode.INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (`| head`): nothing more can be said on stdout.
+        # The reader went away (`| head`): nothing more can be said on stdout, and it is not
+        # a bug. Exit as a shell reports a tool that SIGPIPE ended, so `set -o pipefail`
+        # scripts see the same status they see for `yes | head`.
         _silence_stdout()
-        code = ExitCode.INTERNAL
+        code = ExitCode.BROKEN_PIPE
     except Exception as exc:
         if debug:
             import traceback

@@ -173,9 +173,12 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
         sink.end_line()  # before anything else is said on the terminal
     display.print_final()
 
-    _write_stdout(opts, result, sink)
-    report_outcome(diag, result, config)
-    _log_question(opts, config, result, question, diag)
+    try:
+        _write_stdout(opts, result, sink)
+        report_outcome(diag, result, config)
+    finally:
+        # Logged even when stdout's reader went away: the answer was paid for.
+        _log_question(opts, config, result, question, diag)
     return exit_code_for(result)
 
 

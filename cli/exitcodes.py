@@ -18,6 +18,8 @@ class ExitCode(IntEnum):
     UNAVAILABLE = 69  # no deployment could answer
     TEMPFAIL = 75  # everything cooling down or rate-limited past the budget: retry later
     CONFIG = 78  # configuration error, named by file:line:key
+    INTERRUPTED = 130  # Ctrl-C: what a shell reports for a tool ended by SIGINT
+    BROKEN_PIPE = 141  # stdout's reader went away (`| head`): as a shell reports SIGPIPE
 
 
 # A failed question's kind says whether waiting would help (75) or the request is at

@@ -451,7 +451,7 @@ def test_a_reader_leaving_mid_stream_ends_the_run_quietly(
     drawn = terminal.drawn()
 
     assert got == b"Open "
-    assert code == 1
+    assert code == 141
     for noise in ("Traceback", "BrokenPipeError", "Exception ignored", "internal error"):
         assert noise not in drawn
     assert drawn.rfind(SHOW_CURSOR) > drawn.rfind(HIDE_CURSOR)  # the terminal is left usable
@@ -484,7 +484,25 @@ def test_a_reader_gone_before_the_answer_ends_the_run_quietly(
             proc.wait()
     stderr = err.decode()
 
-    assert proc.returncode == 1
+    assert proc.returncode == 141
     assert "using the bundled default" in stderr  # it ran
     for noise in ("Traceback", "BrokenPipeError", "Exception ignored", "internal error"):
         assert noise not in stderr
+
+
+def test_version_to_a_reader_that_is_gone_exits_quietly(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the child starts: no race
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cli", "--version"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=environment(tmp_path, keys=False),
+            timeout=END,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141
+    assert "Traceback" not in proc.stderr.decode()
