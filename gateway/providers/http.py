@@ -7,7 +7,8 @@ What lives here and nowhere else:
   no retries (httpx's transports retry nothing unless asked; we never ask: the engine is the
   only retry loop), at most one connection so the watchdog knows which socket is in use;
 - each attempt held to its deadline (`deadline`): checked between chunks on the injected
-  `Clock`, and the socket in use handed to the watchdog;
+  `Clock`, and the socket in use handed to the watchdog; the DNS lookup before a direct
+  connection, which no socket timeout reaches, bounded by the connect timeout (`resolve`);
 - status, headers and body of a non-2xx handed to `gateway.errors.classify_response`, and
   every transport exception to `classify_exception`, raised as `ProviderError` (the
   classifier is imported on the first failure: a good answer never loads it);
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     import ssl
 
     from gateway.config import Deployment
+    from gateway.providers.resolve import Resolver
     from gateway.providers.sse import SseEvent, StreamParser
     from gateway.seams import Clock
 
@@ -52,6 +54,8 @@ CONNECT_TIMEOUT_S = 5.0  # what the official SDKs use; also capped by the attemp
 MAX_ERROR_BODY = 64 * 1024  # enough for any provider's error JSON; an HTML page is cut
 MAX_BODY = 8 * 1024 * 1024  # a reply of a few hundred tokens is a few KiB; this is a runaway guard
 
+# At most one connection, so the watchdog knows which socket is in use.
+_LIMITS = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id")
 # httpcore's trace events that hand over a freshly connected network stream: direct, and
 # through an HTTP(S) or SOCKS proxy.
@@ -79,11 +83,32 @@ def _no_ca_context() -> ssl.SSLContext:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
+def _direct_transport(
+    context: ssl.SSLContext, resolve: Resolver | None
+) -> httpx.BaseTransport | None:
+    """The transport for the real network, or None to let httpx build its own.
+
+    httpx mounts the environment's proxies only when it builds the transports itself, so
+    with a proxy configured it keeps doing so (and the proxy resolves the provider's host).
+    """
+    from gateway.providers import resolve as resolving  # a MockTransport never needs it
+
+    if resolving.proxied_by_environment():
+        return None
+    return resolving.DirectTransport(
+        ssl_context=context,
+        limits=_LIMITS,
+        resolve=resolve if resolve is not None else resolving.system_resolver,
+    )
+
+
 class HttpClient:
     """One adapter's connection to its provider; `headers` are sent on every request.
 
     `transport` replaces the network (httpx.MockTransport in tests, the simulator); with
-    the real network, a watchdog enforces each attempt's deadline on the socket itself.
+    the real network, a watchdog enforces each attempt's deadline on the socket itself,
+    and a direct connection looks its host up through `resolve` (the system's resolver
+    unless a test injects one) for at most the connect timeout (`gateway.providers.resolve`).
     `tls=False` (an http:// endpoint) skips loading the CA bundle.
     """
 
@@ -95,19 +120,24 @@ class HttpClient:
         clock: Clock | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         tls: bool = True,
+        resolve: Resolver | None = None,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._sockets = transport is None
         self._connect_timeout = connect_timeout
         self._last_stream: object = None
         self._secrets = secret_values(headers)
+        verify: ssl.SSLContext | bool = True  # unused by a transport given here
+        if transport is None:
+            verify = _ssl_context() if tls else _no_ca_context()
+            transport = _direct_transport(verify, resolve)
         self._client = httpx.Client(
             headers={"user-agent": "support-ask", "content-type": "application/json", **headers},
             transport=transport,
-            verify=(_ssl_context() if tls else _no_ca_context()) if transport is None else True,
+            verify=verify,
             follow_redirects=False,
             timeout=httpx.Timeout(connect=connect_timeout, read=60.0, write=60.0, pool=60.0),
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            limits=_LIMITS,
         )
 
     def __repr__(self) -> str:
@@ -233,7 +263,7 @@ class HttpClient:
             outcome = f"{outcome} {err.failure.kind}"
             raise
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
-            if deadline.expired or clock.monotonic() >= deadline.at:
+            if (deadline.expired or clock.monotonic() >= deadline.at) and not self._names_why(exc):
                 outcome = f"{outcome} deadline"
                 raise self._timed_out(deadline) from None
             outcome = f"{outcome} {type(exc).__name__}"
@@ -269,6 +299,16 @@ class HttpClient:
         stream = deadline.stream if deadline.stream is not None else self._last_stream
         if stream is not None:
             shutdown_stream(stream)
+
+    def _names_why(self, exc: Exception) -> bool:
+        # At the deadline a failure is usually the watchdog's doing (a socket shut down
+        # reads as a lost connection), so the deadline's message replaces it. A DNS lookup
+        # that ran out of time had no socket to shut down, and its own detail says more.
+        if not self._sockets:
+            return False
+        from gateway.providers.resolve import DnsTimeout  # loaded with the real network
+
+        return isinstance(exc, DnsTimeout)
 
     def _timed_out(self, deadline: Deadline) -> ProviderError:
         return protocol_failure(
