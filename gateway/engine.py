@@ -31,7 +31,7 @@ from gateway.model import (
     Status,
     TextSink,
 )
-from gateway.policy import Step, next_step, plan_route
+from gateway.policy import Step, after_overflow, next_step, plan_route, window_shortfall
 from gateway.seams import Clock, Provider, ProviderFactory, RandomSource, Sleeper, StateStore
 from gateway.secret import Secret
 
@@ -164,18 +164,17 @@ class _Question:
                 verdict = self._skip_reason(deployment, cooling) or self._call(deployment)
                 self.verdicts[deployment.name] = verdict
                 if verdict.rejected_input is not None:
-                    queue = self._after_overflow(verdict.rejected_input, queue)
+                    queue = after_overflow(
+                        self.config, verdict.rejected_input, queue, self.verdicts
+                    )
         except _Finished as done:
             return done.result
         return self._failed()
 
     def _skip_reason(self, d: Deployment, cooling: Mapping[str, Cooldown]) -> _Verdict | None:
-        needed = self.plan.input_tokens + self.config.max_output_tokens
-        if d.name in self.plan.too_small or needed > d.context_window:
-            note = self.plan.too_small.get(d.name) or (
-                f"input needs {needed:,} tokens; window is {d.context_window:,}"
-            )
-            return self._skip(d, note, too_small=True)
+        shortfall = window_shortfall(self.config, self.plan.input_tokens, d)
+        if shortfall is not None:
+            return self._skip(d, shortfall, too_small=True)
         _, missing = self.e.key_for(d)
         if missing is not None:
             return self._skip(d, missing, unconfigured=True)
@@ -201,13 +200,6 @@ class _Question:
     ) -> _Verdict:
         self._record(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))
         return _Verdict(why, transient=transient, unconfigured=unconfigured, too_small=too_small)
-
-    def _after_overflow(self, rejected_by: Deployment, queue: list[Deployment]) -> list[Deployment]:
-        # Only a larger window can help; the long-context deployment joins if it is not queued.
-        extra = self.config.long_context
-        if extra is not None and extra not in queue and extra.name not in self.verdicts:
-            queue.append(extra)
-        return [d for d in queue if d.context_window > rejected_by.context_window]
 
     def _call(self, d: Deployment) -> _Verdict:
         """Call one deployment until it answers, fails over, or the question ends."""

@@ -7,6 +7,7 @@ and routing lives here, so it can be read (and tested) in one place.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from gateway.backoff import Budget, backoff_delay
@@ -106,53 +107,48 @@ def next_step(
 
 @dataclass(frozen=True)
 class Plan:
-    """Which deployments to try for one question, in order, and why any are ruled out."""
+    """Which deployments to try for one question, in order."""
 
     route: Route
     input_tokens: int
     candidates: tuple[Deployment, ...]
-    too_small: dict[str, str]  # deployment name -> why its window cannot hold the input
-
-
-def _window_note(needed: int, d: Deployment, max_out: int) -> str:
-    return (
-        f"input needs {needed:,} tokens (incl. {max_out:,} for the reply); "
-        f"window is {d.context_window:,}"
-    )
 
 
 def plan_route(config: Config, input_tokens: int) -> Plan:
     """Order the deployments for an input of `input_tokens` tokens.
 
     When the first deployment's window cannot hold the input, the long-context deployment
-    goes first (the others that fit stay behind it as a last resort); otherwise the normal
-    list is tried in order. Deployments whose window is too small stay in the plan so the
-    attempts table can show why they were passed over.
+    goes first (the others stay behind it as a last resort); otherwise the normal list is
+    tried in order. Deployments whose window is too small stay in the plan so the attempts
+    table can show why they were passed over (`window_shortfall`).
     """
-    needed = input_tokens + config.max_output_tokens
     first = config.deployments[0]
     long = config.long_context
-    if needed > first.context_window and long is not None:
-        route = Route.LONG_CONTEXT
-        candidates = (long, *config.deployments)
-    else:
-        route = Route.NORMAL
-        candidates = config.deployments
-    too_small = {
-        d.name: _window_note(needed, d, config.max_output_tokens)
-        for d in candidates
-        if needed > d.context_window
-    }
-    return Plan(route, input_tokens, candidates, too_small)
+    if window_shortfall(config, input_tokens, first) and long is not None:
+        return Plan(Route.LONG_CONTEXT, input_tokens, (long, *config.deployments))
+    return Plan(Route.NORMAL, input_tokens, config.deployments)
 
 
-def larger_windows(config: Config, plan: Plan, rejected_by: Deployment) -> tuple[Deployment, ...]:
-    """After `rejected_by` reported a context overflow: the later candidates with larger windows.
+def window_shortfall(config: Config, input_tokens: int, d: Deployment) -> str | None:
+    """Why `d`'s window cannot hold the input plus the reply; None when it can."""
+    needed = input_tokens + config.max_output_tokens
+    if needed <= d.context_window:
+        return None
+    return (
+        f"input needs {needed:,} tokens (incl. {config.max_output_tokens:,} for the reply); "
+        f"window is {d.context_window:,}"
+    )
 
-    The long-context deployment joins at the end when it is not already in the plan.
+
+def after_overflow(
+    config: Config, rejected_by: Deployment, queue: list[Deployment], tried: Collection[str]
+) -> list[Deployment]:
+    """The deployments still worth trying after `rejected_by` reported a context overflow.
+
+    Only a larger window can help; the long-context deployment joins at the end when it
+    has not been tried and is not queued already.
     """
-    later = plan.candidates[plan.candidates.index(rejected_by) + 1 :]
     extra = config.long_context
-    if extra is not None and extra not in plan.candidates:
-        later = (*later, extra)
-    return tuple(d for d in later if d.context_window > rejected_by.context_window)
+    if extra is not None and extra not in queue and extra.name not in tried:
+        queue = [*queue, extra]
+    return [d for d in queue if d.context_window > rejected_by.context_window]

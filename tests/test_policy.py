@@ -1,0 +1,93 @@
+"""The engine's pure decisions, one rule at a time: no clock, no I/O."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.backoff import Budget, backoff_delay
+from gateway.config import Config, Deployment, Policy
+from gateway.model import Decision, ErrorKind, Failure, Outcome, ProviderKind, Route
+from gateway.policy import after_overflow, next_step, plan_route, window_shortfall
+
+POLICY = Policy(retries=2, backoff_base=1.0, backoff_max=8.0, cooldown=60.0)
+
+
+def fail(kind: ErrorKind, decision: Decision, retry_after: float | None = None) -> Failure:
+    return Failure(kind, decision, f"{kind}", 429, retry_after)
+
+
+@pytest.mark.parametrize(
+    ("retry", "rand", "expected"),
+    [(1, 0.0, 0.5), (1, 0.5, 0.75), (2, 0.0, 1.0), (3, 0.5, 3.0), (4, 0.0, 4.0), (9, 0.0, 4.0)],
+)
+def test_backoff_is_equal_jitter_under_a_doubling_capped_ceiling(retry, rand, expected):
+    assert backoff_delay(retry, POLICY, rand) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("failure", "retries_done", "left", "took", "outcome", "wait", "cooldown"),
+    [
+        # retryable, budget to spare: back off
+        (fail(ErrorKind.SERVER, Decision.RETRY), 0, 30, 0.1, Outcome.RETRY, 0.75, None),
+        # retries spent: fail over and cool for the policy's cooldown
+        (fail(ErrorKind.SERVER, Decision.RETRY), 2, 30, 0.1, Outcome.FAIL_OVER, 0, 60.0),
+        # the server's wait is honoured above backoff_max when it fits
+        (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 12), 0, 30, 0.1, Outcome.RETRY, 12, None),
+        # ... and when it does not fit, fail over now, cooled at least that long
+        (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 90), 0, 30, 0.1, Outcome.FAIL_OVER, 0, 90),
+        # no retry into less time than the failed attempt needed
+        (fail(ErrorKind.TIMEOUT, Decision.RETRY), 0, 10, 20.0, Outcome.FAIL_OVER, 0, None),
+        # fail-over kinds: at once, cooled
+        (fail(ErrorKind.AUTH, Decision.FAIL_OVER), 0, 30, 0.1, Outcome.FAIL_OVER, 0, 60.0),
+        # context window: fail over, never cooled (the input is at fault)
+        (
+            fail(ErrorKind.CONTEXT_WINDOW, Decision.FAIL_OVER),
+            0,
+            30,
+            0.1,
+            Outcome.FAIL_OVER,
+            0,
+            None,
+        ),
+        # fatal: stop, never cooled
+        (fail(ErrorKind.BAD_REQUEST, Decision.FATAL), 0, 30, 0.1, Outcome.FATAL, 0, None),
+        (fail(ErrorKind.REFUSAL, Decision.FATAL), 0, 30, 0.1, Outcome.FATAL, 0, None),
+    ],
+)
+def test_next_step(failure, retries_done, left, took, outcome, wait, cooldown):
+    step = next_step(
+        failure,
+        retries_done=retries_done,
+        policy=POLICY,
+        budget=Budget(0.0, left),
+        now=0.0,
+        rand=0.5,
+        took=took,
+    )
+    assert (step.outcome, step.wait, step.cooldown) == (outcome, pytest.approx(wait), cooldown)
+
+
+SMALL = Deployment("small", ProviderKind.OPENAI, 8_000, model="m")
+MID = Deployment("mid", ProviderKind.ANTHROPIC, 16_000, model="m")
+LONG = Deployment("long", ProviderKind.GEMINI, 1_000_000, model="m")
+CONFIG = Config("Acme", (SMALL, MID), LONG, max_output_tokens=400)
+
+
+def test_an_input_that_fits_the_first_window_takes_the_normal_route():
+    plan = plan_route(CONFIG, 7_000)
+    assert (plan.route, plan.candidates) == (Route.NORMAL, (SMALL, MID))
+
+
+def test_an_input_too_large_for_the_first_window_goes_to_long_context_first():
+    plan = plan_route(CONFIG, 7_700)  # 7,700 + 400 > 8,000
+    assert (plan.route, plan.candidates) == (Route.LONG_CONTEXT, (LONG, SMALL, MID))
+    assert window_shortfall(CONFIG, 7_700, SMALL) == (
+        "input needs 8,100 tokens (incl. 400 for the reply); window is 8,000"
+    )
+    assert window_shortfall(CONFIG, 7_700, MID) is None
+
+
+def test_after_an_overflow_only_larger_windows_remain_and_long_context_joins():
+    assert after_overflow(CONFIG, MID, [SMALL], tried={"mid"}) == [LONG]
+    assert after_overflow(CONFIG, SMALL, [MID], tried={"small"}) == [MID, LONG]
+    assert after_overflow(CONFIG, LONG, [SMALL, MID], tried={"long"}) == []
