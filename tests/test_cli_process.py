@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import write_loopback_workdir
 from tests.loopback import Exchange, LoopbackServer
 
 ANSWER = "Open Settings, then choose Reset password."
@@ -88,37 +89,7 @@ def providers() -> Iterator[Providers]:
 @pytest.fixture
 def workdir(tmp_path: Path, providers: Providers) -> Path:
     base = providers.server.url
-    (tmp_path / "support-ask.yaml").write_text(
-        f"""\
-product: Acme Cloud
-policy:
-  retries: 0
-  cooldown: 60
-  budget: 10
-  timeout: 5
-deployments:
-  - name: primary
-    provider: openai
-    model: gpt-4o-mini
-    api_key_env: OPENAI_API_KEY
-    base_url: {base}/v1
-    context_window: 128000
-  - name: fallback
-    provider: anthropic
-    model: claude-haiku-4-5
-    api_key_env: ANTHROPIC_API_KEY
-    base_url: {base}
-    context_window: 200000
-long_context: null
-state:
-  path: state.json
-log:
-  path: attempts.jsonl
-"""
-    )
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "reset.md").write_text("# Reset your password\n\n" + ANSWER + "\n")
+    write_loopback_workdir(tmp_path, base, ANSWER, retries=0, budget=10, timeout=5)
     return tmp_path
 
 

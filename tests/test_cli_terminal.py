@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import write_loopback_workdir
 from tests.loopback import Exchange, LoopbackServer
 
 pytestmark = pytest.mark.skipif(
@@ -140,37 +141,7 @@ def providers() -> Iterator[Providers]:
 
 
 def write_config(workdir: Path, base: str, *, retries: int) -> None:
-    (workdir / "support-ask.yaml").write_text(
-        f"""\
-product: Acme Cloud
-policy:
-  retries: {retries}
-  cooldown: 60
-  budget: 20
-  timeout: 10
-deployments:
-  - name: primary
-    provider: openai
-    model: gpt-4o-mini
-    api_key_env: OPENAI_API_KEY
-    base_url: {base}/v1
-    context_window: 128000
-  - name: fallback
-    provider: anthropic
-    model: claude-haiku-4-5
-    api_key_env: ANTHROPIC_API_KEY
-    base_url: {base}
-    context_window: 200000
-long_context: null
-state:
-  path: state.json
-log:
-  path: attempts.jsonl
-"""
-    )
-    kb = workdir / "kb"
-    kb.mkdir(exist_ok=True)
-    (kb / "reset.md").write_text("# Reset your password\n\n" + ANSWER + "\n")
+    write_loopback_workdir(workdir, base, ANSWER, retries=retries, budget=20, timeout=10)
 
 
 def environment(workdir: Path, *, keys: bool = True, **extra: str) -> dict[str, str]:
