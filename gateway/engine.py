@@ -23,7 +23,6 @@ from gateway.model import (
     FailureKind,
     Outcome,
     ProviderError,
-    ProviderKind,
     QuestionError,
     Reply,
     Request,
@@ -112,7 +111,7 @@ class Engine:
 
     def key_for(self, deployment: Deployment) -> tuple[Secret | None, str | None]:
         """The deployment's key, or why it cannot be called (its key variable is not set)."""
-        if deployment.provider is ProviderKind.LOCAL or deployment.api_key_env is None:
+        if deployment.provider.offline or deployment.api_key_env is None:
             return None, None
         value = self._environ.get(deployment.api_key_env, "").strip()
         if not value:
@@ -185,7 +184,7 @@ class _Question:
             return self._skip(d, why, transient=True)
         # An offline deployment answers in milliseconds, inside the budget's margin: with
         # the budget spent it is still the customer's best chance of an answer.
-        if self.budget.left(self.clock.monotonic()) <= 0 and d.provider is not ProviderKind.LOCAL:
+        if self.budget.left(self.clock.monotonic()) <= 0 and not d.provider.offline:
             return self._skip(d, "no time left in the budget", transient=True)
         return None
 
@@ -211,7 +210,7 @@ class _Question:
         while True:
             now = self.clock.monotonic()
             left = min(self.budget.left(now), mine.left(now))
-            if left <= 0 and d.provider is not ProviderKind.LOCAL:
+            if left <= 0 and not d.provider.offline:
                 return _Verdict("no time left in the budget", transient=True)
             number += 1
             emitted = False
@@ -341,7 +340,7 @@ class _Question:
             Attempt(
                 d.name,
                 number,
-                None if d.provider is ProviderKind.LOCAL else 200,
+                None if d.provider.offline else 200,  # no HTTP status offline
                 ErrorKind.REFUSAL if reply.refused else None,
                 Outcome.FATAL if reply.refused else Outcome.ANSWERED,
                 0.0,

@@ -68,6 +68,11 @@ class ProviderKind(StrEnum):
     GEMINI = "gemini"
     LOCAL = "local"
 
+    @property
+    def offline(self) -> bool:
+        """Answers in-process, without network or key: milliseconds, never rate-limited."""
+        return self is ProviderKind.LOCAL
+
 
 @dataclass(frozen=True)
 class Failure:
