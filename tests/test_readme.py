@@ -133,3 +133,32 @@ def test_the_readme_config_reference_names_every_key_and_its_default() -> None:
     for name in cfg._POLICY_KEYS:
         row = re.search(rf"^\| `policy\.{name}` \| ([\d.]+) \|", section, flags=re.M)
         assert row is not None and float(row.group(1)) == float(getattr(cfg.Policy(), name))
+
+
+def _long_options(command: list[str]) -> set[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli", *command, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+        timeout=60,
+        check=True,
+    )
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", proc.stdout)) - {
+        "--help",
+        "--install-completion",
+        "--show-completion",
+    }
+
+
+@pytest.mark.parametrize(
+    "command", [["ask"], ["simulate"], ["cooldowns"], ["config", "check"], ["stats"], ["eval"]]
+)
+def test_every_flag_of_every_command_is_in_the_readme(command: list[str]) -> None:
+    missing = {
+        flag
+        for flag in _long_options(command)
+        if not re.search(rf"(?<![\w-]){flag}(?![\w-])", README)
+    }
+    assert not missing, f"{' '.join(command)}: {sorted(missing)} not in the README"
