@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
+from gateway.errors import default_decision
 from gateway.model import (
-    Decision,
     ErrorKind,
     Failure,
     ProviderError,
@@ -86,21 +86,6 @@ class ScriptedFactory:
         return provider
 
 
-_DECISIONS = {
-    ErrorKind.RATE_LIMIT: Decision.RETRY,
-    ErrorKind.OVERLOADED: Decision.RETRY,
-    ErrorKind.SERVER: Decision.RETRY,
-    ErrorKind.TIMEOUT: Decision.RETRY,
-    ErrorKind.NETWORK: Decision.RETRY,
-    ErrorKind.UNKNOWN: Decision.RETRY,
-    ErrorKind.QUOTA: Decision.FAIL_OVER,
-    ErrorKind.AUTH: Decision.FAIL_OVER,
-    ErrorKind.MODEL_NOT_FOUND: Decision.FAIL_OVER,
-    ErrorKind.CONTEXT_WINDOW: Decision.FAIL_OVER,
-    ErrorKind.BAD_REQUEST: Decision.FATAL,
-    ErrorKind.REFUSAL: Decision.FATAL,
-}
-
 _STATUS = {
     ErrorKind.RATE_LIMIT: 429,
     ErrorKind.OVERLOADED: 529,
@@ -120,10 +105,10 @@ _STATUS = {
 def failure(
     kind: ErrorKind, *, retry_after: float | None = None, detail: str | None = None
 ) -> Failure:
-    """A failure as the classifier would report it for `kind`."""
+    """A failure as the classifier would report it for `kind` (its decision from the one table)."""
     return Failure(
         kind=kind,
-        decision=_DECISIONS[kind],
+        decision=default_decision(kind),
         detail=detail or f"simulated {kind}",
         status=_STATUS[kind],
         retry_after=retry_after,
