@@ -133,21 +133,21 @@ class _Question:
         self.budget = Budget(self.clock.monotonic(), self.config.policy.budget)
         self.attempts: list[Attempt] = []
         self.verdicts: dict[str, _Verdict] = {}
-        self.plan = plan_route(self.config, self._input_tokens(exact_tokens))
+        tokens, self.tokens_exact = self._input_tokens(exact_tokens)
+        self.plan = plan_route(self.config, tokens)
 
     # -- set-up ---------------------------------------------------------------------------
 
-    def _input_tokens(self, exact: bool) -> int:
+    def _input_tokens(self, exact: bool) -> tuple[int, bool]:
         text = self.request.system + "\n" + self.request.question
         # Every cl100k token is at least one byte, so the UTF-8 length bounds the count from
         # above. When even that bound fits every window, the exact count cannot change a
         # routing decision and loading the tokenizer (the slowest part of start-up) is skipped.
         bound = len(text.encode("utf-8"))
         smallest = min(d.context_window for d in self.config.all_deployments())
-        self.tokens_exact = exact or bound + self.config.max_output_tokens > smallest
-        if self.tokens_exact:
-            return self.e._count_tokens(text)
-        return bound
+        if exact or bound + self.config.max_output_tokens > smallest:
+            return self.e._count_tokens(text), True
+        return bound, False
 
     # -- the loop -------------------------------------------------------------------------
 
