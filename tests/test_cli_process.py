@@ -185,3 +185,24 @@ def test_the_common_path_imports_only_what_it_needs(workdir: Path, providers: Pr
     # table; the tokenizer only when a window is at stake; other adapters never.
     unwanted = ("typer", "rich", "tiktoken", "pydantic", "gateway.providers.gemini")
     assert not {m for m in imported if m.startswith(unwanted)}
+
+
+def test_shell_completion_completes_command_names(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "_SUPPORT_ASK_COMPLETE": "complete_bash",
+        "COMP_WORDS": "support-ask sim",
+        "COMP_CWORD": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["simulate"]
