@@ -2,7 +2,9 @@
 
 Every decision comes from `gateway.policy`; this module only carries them out against the
 seams it is given (providers, state store, clock, sleeper, random source), so a test can
-drive a whole question, waits and all, in microseconds.
+drive a whole question, waits and all, in microseconds. Each attempt ends in a value
+(`policy.Ending`: answered, refused, stopped, fatal, or failed with the next step) and the
+loop in `_Question.run` is the one place that acts on it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from dataclasses import dataclass
 
 from gateway.backoff import Budget
 from gateway.config import Config, Deployment
-from gateway.errors import cools_down
 from gateway.model import (
     Attempt,
     Cooldown,
@@ -30,7 +31,18 @@ from gateway.model import (
     Status,
     TextSink,
 )
-from gateway.policy import Step, after_overflow, next_step, plan_route, window_shortfall
+from gateway.policy import (
+    Answered,
+    Ending,
+    Failed,
+    Fatal,
+    Refused,
+    Stopped,
+    after_overflow,
+    judge,
+    plan_route,
+    window_shortfall,
+)
 from gateway.seams import Clock, Provider, ProviderFactory, RandomSource, Sleeper, StateStore
 from gateway.secret import Secret
 
@@ -48,11 +60,22 @@ class _Verdict:
     rejected_input: Deployment | None = None  # it reported a context overflow
 
 
-class _Finished(Exception):
-    """Carries a final Result out of the per-deployment loop (an answer, a refusal, a stop)."""
+KeyChoice = tuple[Secret | None, str | None]
+"""A deployment's key, or why it cannot be called (None, the reason)."""
 
-    def __init__(self, result: Result) -> None:
-        self.result = result
+
+@dataclass(frozen=True)
+class _Seams:
+    """What one question is given by the engine that asks it; it reaches for nothing else."""
+
+    store: StateStore
+    clock: Clock
+    sleeper: Sleeper
+    rng: RandomSource
+    count_tokens: Callable[[str], int]
+    on_attempt: Callable[[Attempt], None] | None
+    key_for: Callable[[Deployment], KeyChoice]
+    provider_for: Callable[[Deployment, Secret | None], Provider]
 
 
 class Engine:
@@ -107,9 +130,21 @@ class Engine:
         self, request: Request, *, on_text: TextSink | None = None, exact_tokens: bool = False
     ) -> Result:
         """Answer one question through the deployments; never raises for a provider's fault."""
-        return _Question(self, request, on_text, exact_tokens).run()
+        seams = _Seams(
+            store=self._store,
+            clock=self._clock,
+            sleeper=self._sleeper,
+            rng=self._rng,
+            count_tokens=self._count_tokens,
+            on_attempt=self._on_attempt,
+            key_for=self.key_for,
+            provider_for=self.provider_for,
+        )
+        # The budget starts here: every wait and call of this question is measured from it.
+        budget = Budget(self._clock.monotonic(), self.config.policy.budget)
+        return _Question(self.config, request, seams, budget, on_text, exact_tokens).run()
 
-    def key_for(self, deployment: Deployment) -> tuple[Secret | None, str | None]:
+    def key_for(self, deployment: Deployment) -> KeyChoice:
         """The deployment's key, or why it cannot be called (its key variable is not set)."""
         if deployment.provider.offline or deployment.api_key_env is None:
             return None, None
@@ -119,18 +154,36 @@ class Engine:
         return Secret(value), None
 
 
+@dataclass
+class _Turn:
+    """One deployment being called: its adapter, its own budget, its calls so far."""
+
+    deployment: Deployment
+    key: Secret | None
+    provider: Provider
+    budget: Budget
+    calls: int = 0
+    retries: int = 0
+
+
 class _Question:
     """The state of one question: its budget, its attempts, each deployment's last word."""
 
     def __init__(
-        self, engine: Engine, request: Request, on_text: TextSink | None, exact_tokens: bool
+        self,
+        config: Config,
+        request: Request,
+        seams: _Seams,
+        budget: Budget,
+        on_text: TextSink | None,
+        exact_tokens: bool,
     ) -> None:
-        self.e = engine
-        self.config = engine.config
+        self.config = config
         self.request = request
+        self.seams = seams
+        self.clock = seams.clock
+        self.budget = budget
         self.on_text = on_text
-        self.clock = engine._clock
-        self.budget = Budget(self.clock.monotonic(), self.config.policy.budget)
         self.attempts: list[Attempt] = []
         self.verdicts: dict[str, _Verdict] = {}
         tokens, self.tokens_exact = self._input_tokens(exact_tokens)
@@ -146,35 +199,113 @@ class _Question:
         bound = len(text.encode("utf-8"))
         smallest = min(d.context_window for d in self.config.all_deployments())
         if exact or bound + self.config.max_output_tokens > smallest:
-            return self.e._count_tokens(text), True
+            return self.seams.count_tokens(text), True
         return bound, False
+
+    def _request_for(self, d: Deployment) -> Request:
+        """What deployment `d` is asked. Today every deployment gets the same request."""
+        return self.request
 
     # -- the loop -------------------------------------------------------------------------
 
     def run(self) -> Result:
-        cooling = self.e._store.active(
+        """One loop: take the next deployment, call it, and act on how the call ended."""
+        cooling = self.seams.store.active(
             self.clock.wall(),
-            {d.name: self.e.key_for(d)[0] for d in self.config.all_deployments()},
+            {d.name: self.seams.key_for(d)[0] for d in self.config.all_deployments()},
         )
         queue = list(self.plan.candidates)
+        turn: _Turn | None = None
+        while True:
+            if turn is None:
+                if not queue:
+                    return self._failed()
+                d = queue.pop(0)
+                skipped = self._skip_reason(d, cooling)
+                if skipped is not None:
+                    self.verdicts[d.name] = skipped
+                else:
+                    turn = self._begin(d)
+                continue
+            d = turn.deployment
+            now = self.clock.monotonic()
+            if self._left(turn, now) <= 0 and not d.provider.offline:
+                self.verdicts[d.name] = _Verdict("no time left in the budget", transient=True)
+                turn = None
+                continue
+            ending, elapsed = self._attempt(turn)
+            if not isinstance(ending, Failed):
+                return self._finish(turn, ending, elapsed)
+            step = ending.step
+            self._record_failure(
+                d, turn.calls, ending.failure, step.outcome, elapsed, step.wait, step.note
+            )
+            if step.outcome is Outcome.RETRY:
+                self.seams.sleeper.sleep(step.wait)
+                turn.retries += 1
+                continue
+            self._cool(turn, ending.failure, step.cooldown)
+            overflow = ending.failure.kind is ErrorKind.CONTEXT_WINDOW
+            self.verdicts[d.name] = _Verdict(
+                ending.failure.detail,
+                transient=step.transient,
+                rejected_input=d if overflow else None,
+            )
+            if overflow:
+                queue = after_overflow(self.config, d, queue, self.verdicts)
+            turn = None
+
+    def _begin(self, d: Deployment) -> _Turn:
+        """Start calling `d`: the key for its calls is chosen here."""
+        key, _ = self.seams.key_for(d)
+        provider = self.seams.provider_for(d, key)
+        return _Turn(d, key, provider, Budget(self.clock.monotonic(), d.policy.budget))
+
+    def _left(self, turn: _Turn, now: float) -> float:
+        return min(self.budget.left(now), turn.budget.left(now))
+
+    def _attempt(self, turn: _Turn) -> tuple[Ending, float]:
+        """Call the deployment once; how the call ended, and how long it took."""
+        d = turn.deployment
+        turn.calls += 1
+        wrote = False
+
+        def sink(text: str) -> None:
+            nonlocal wrote
+            wrote = True
+            assert self.on_text is not None
+            self.on_text(text)
+
+        started = self.clock.monotonic()
+        partial = ""
+        result: Reply | Failure
         try:
-            while queue:
-                deployment = queue.pop(0)
-                verdict = self._skip_reason(deployment, cooling) or self._call(deployment)
-                self.verdicts[deployment.name] = verdict
-                if verdict.rejected_input is not None:
-                    queue = after_overflow(
-                        self.config, verdict.rejected_input, queue, self.verdicts
-                    )
-        except _Finished as done:
-            return done.result
-        return self._failed()
+            result = turn.provider.complete(
+                self._request_for(d),
+                timeout=min(d.policy.timeout, self._left(turn, started)),
+                on_text=sink if self.on_text is not None else None,
+            )
+        except ProviderError as exc:
+            result, partial = exc.failure, exc.partial
+        now = self.clock.monotonic()
+        ending = judge(
+            result,
+            partial=partial,
+            wrote=wrote,
+            retries_done=turn.retries,
+            policy=d.policy,
+            budget=Budget(now, self._left(turn, now)),
+            now=now,
+            draw=self.seams.rng.random,
+            took=now - started,
+        )
+        return ending, now - started
 
     def _skip_reason(self, d: Deployment, cooling: Mapping[str, Cooldown]) -> _Verdict | None:
         shortfall = window_shortfall(self.config, self.plan.input_tokens, d)
         if shortfall is not None:
             return self._skip(d, shortfall, too_small=True)
-        _, missing = self.e.key_for(d)
+        _, missing = self.seams.key_for(d)
         if missing is not None:
             return self._skip(d, missing, unconfigured=True)
         cooldown = cooling.get(d.name)
@@ -200,66 +331,43 @@ class _Question:
         self._record(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))
         return _Verdict(why, transient=transient, unconfigured=unconfigured, too_small=too_small)
 
-    def _call(self, d: Deployment) -> _Verdict:
-        """Call one deployment until it answers, fails over, or the question ends."""
-        key, _ = self.e.key_for(d)
-        provider = self.e.provider_for(d, key)
-        mine = Budget(self.clock.monotonic(), d.policy.budget)
-        retries = 0
-        number = 0
-        while True:
-            now = self.clock.monotonic()
-            left = min(self.budget.left(now), mine.left(now))
-            if left <= 0 and not d.provider.offline:
-                return _Verdict("no time left in the budget", transient=True)
-            number += 1
-            emitted = False
-
-            def sink(text: str) -> None:
-                nonlocal emitted
-                emitted = True
-                assert self.on_text is not None
-                self.on_text(text)
-
-            started = self.clock.monotonic()
-            try:
-                reply = provider.complete(
-                    self.request,
-                    timeout=min(d.policy.timeout, left),
-                    on_text=sink if self.on_text is not None else None,
-                )
-            except ProviderError as exc:
-                failure, partial = exc.failure, exc.partial
-            else:
-                self._answered(d, number, reply, self.clock.monotonic() - started)
-            elapsed = self.clock.monotonic() - started
-            if emitted or partial:
-                self._stopped(d, number, failure, partial, elapsed)
-            now = self.clock.monotonic()
-            step = next_step(
-                failure,
-                retries_done=retries,
-                policy=d.policy,
-                budget=Budget(now, min(self.budget.left(now), mine.left(now))),
-                now=now,
-                rand=self.e._rng.random(),
-                took=elapsed,
-            )
-            self._record_failure(d, number, failure, step.outcome, elapsed, step.wait, step.note)
-            if step.outcome is Outcome.RETRY:
-                self.e._sleeper.sleep(step.wait)
-                retries += 1
-                continue
-            self._cool(d, failure, step)
-            if step.outcome is Outcome.FATAL:
-                self._fatal(d, failure, partial)
-            return _Verdict(
-                failure.detail,
-                transient=step.transient,
-                rejected_input=d if failure.kind is ErrorKind.CONTEXT_WINDOW else None,
-            )
-
     # -- endings --------------------------------------------------------------------------
+
+    def _finish(self, turn: _Turn, ending: Ending, elapsed: float) -> Result:
+        """Record the attempt that ended the question, and the question's result."""
+        d, number = turn.deployment, turn.calls
+        match ending:
+            case Answered(reply=reply):
+                self._record_reply(d, number, reply, elapsed)
+                return self._result(Status.ANSWERED, d, answer=reply.text, model=reply.model)
+            case Refused(text=text, reply=reply, failure=failure):
+                if reply is not None:
+                    log.warning("%s refused the question: %s", d.name, text[:200])
+                    self._record_reply(d, number, reply, elapsed)
+                    return self._result(Status.REFUSED, d, answer=text, model=reply.model)
+                assert failure is not None
+                self._record_failure(d, number, failure, Outcome.FATAL, elapsed)
+                log.warning("%s refused the question: %s", d.name, text)
+                return self._result(Status.REFUSED, d, answer=text)
+            case Stopped(failure=failure, partial=partial, cooldown=cooldown):
+                note = "after text was written: not retried"
+                self._record_failure(d, number, failure, Outcome.STOPPED, elapsed, note=note)
+                self._cool(turn, failure, cooldown)
+                error = QuestionError(
+                    FailureKind.INCOMPLETE,
+                    f"the answer from {d.name} broke off: {failure.detail}",
+                    (DeploymentError(d.name, failure.detail),),
+                )
+                return self._result(Status.FAILED, d, answer=partial, error=error, incomplete=True)
+            case Fatal(failure=failure):
+                self._record_failure(d, number, failure, Outcome.FATAL, elapsed)
+                error = QuestionError(
+                    FailureKind.BAD_REQUEST,
+                    f"{d.name} rejected the request as malformed: {failure.detail}",
+                    (DeploymentError(d.name, failure.detail),),
+                )
+                return self._result(Status.FATAL, d, error=error)
+        raise AssertionError(f"not an ending of the question: {ending!r}")
 
     def _record(self, attempt: Attempt) -> None:
         self.attempts.append(attempt)
@@ -274,22 +382,36 @@ class _Question:
             attempt.elapsed_s,
             attempt.detail,
         )
-        if self.e._on_attempt is not None:
-            self.e._on_attempt(attempt)
+        if self.seams.on_attempt is not None:
+            self.seams.on_attempt(attempt)
 
-    def _cool(self, d: Deployment, failure: Failure, step: Step) -> None:
-        if step.cooldown is None:
+    def _record_reply(self, d: Deployment, number: int, reply: Reply, elapsed: float) -> None:
+        # A refusal delivered as a reply is an answer too: the deployment is healthy.
+        self._record(
+            Attempt(
+                d.name,
+                number,
+                None if d.provider.offline else 200,  # no HTTP status offline
+                ErrorKind.REFUSAL if reply.refused else None,
+                Outcome.FATAL if reply.refused else Outcome.ANSWERED,
+                0.0,
+                elapsed,
+            )
+        )
+        self.seams.store.clear(d.name)
+
+    def _cool(self, turn: _Turn, failure: Failure, cooldown: float | None) -> None:
+        if cooldown is None:
             return
         now = self.clock.wall()
-        key, _ = self.e.key_for(d)
-        self.e._store.cool(
-            d.name,
-            until=now + step.cooldown,
+        self.seams.store.cool(
+            turn.deployment.name,
+            until=now + cooldown,
             kind=failure.kind,
             now=now,
             detail=failure.detail,
             # An auth cooldown ends as soon as the key changes: the fix is a new key.
-            credential=key if failure.kind is ErrorKind.AUTH else None,
+            credential=turn.key if failure.kind is ErrorKind.AUTH else None,
         )
 
     def _record_failure(
@@ -331,55 +453,6 @@ class _Question:
             error=error,
             incomplete=incomplete,
         )
-
-    def _answered(self, d: Deployment, number: int, reply: Reply, elapsed: float) -> None:
-        # A refusal is an answer too: the deployment is healthy, and no other should be asked.
-        if reply.refused:
-            log.warning("%s refused the question: %s", d.name, reply.text[:200])
-        self._record(
-            Attempt(
-                d.name,
-                number,
-                None if d.provider.offline else 200,  # no HTTP status offline
-                ErrorKind.REFUSAL if reply.refused else None,
-                Outcome.FATAL if reply.refused else Outcome.ANSWERED,
-                0.0,
-                elapsed,
-            )
-        )
-        self.e._store.clear(d.name)
-        status = Status.REFUSED if reply.refused else Status.ANSWERED
-        raise _Finished(self._result(status, d, answer=reply.text, model=reply.model))
-
-    def _stopped(
-        self, d: Deployment, number: int, failure: Failure, partial: str, elapsed: float
-    ) -> None:
-        # Text already reached the user: a retry would repeat it, a fallback would splice two
-        # answers. Report the break, keep what was written, and cool the deployment down.
-        self._record_failure(
-            d, number, failure, Outcome.STOPPED, elapsed, note="after text was written: not retried"
-        )
-        if cools_down(failure.kind):
-            self._cool(d, failure, Step(Outcome.STOPPED, cooldown=d.policy.cooldown))
-        error = QuestionError(
-            FailureKind.INCOMPLETE,
-            f"the answer from {d.name} broke off: {failure.detail}",
-            (DeploymentError(d.name, failure.detail),),
-        )
-        raise _Finished(
-            self._result(Status.FAILED, d, answer=partial, error=error, incomplete=True)
-        )
-
-    def _fatal(self, d: Deployment, failure: Failure, partial: str) -> None:
-        if failure.kind is ErrorKind.REFUSAL:
-            log.warning("%s refused the question: %s", d.name, failure.detail)
-            raise _Finished(self._result(Status.REFUSED, d, answer=partial or failure.detail))
-        error = QuestionError(
-            FailureKind.BAD_REQUEST,
-            f"{d.name} rejected the request as malformed: {failure.detail}",
-            (DeploymentError(d.name, failure.detail),),
-        )
-        raise _Finished(self._result(Status.FATAL, d, error=error))
 
     def _failed(self) -> Result:
         verdicts = self.verdicts

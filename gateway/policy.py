@@ -7,13 +7,13 @@ and routing lives here, so it can be read (and tested) in one place.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from gateway.backoff import Budget, backoff_delay
 from gateway.config import Config, Deployment, Policy
 from gateway.errors import cools_down
-from gateway.model import Decision, ErrorKind, Failure, Outcome, Route
+from gateway.model import Decision, ErrorKind, Failure, Outcome, Reply, Route
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,100 @@ def next_step(
             note=f"no time left for a {wait:.1f} s backoff and another {took:.1f} s attempt",
         )
     return Step(Outcome.RETRY, wait=wait)
+
+
+# -- how one attempt ended: values the engine's loop matches on --------------------------------
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The deployment answered: the question ends with its reply."""
+
+    reply: Reply
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The question was refused. A refusal is an answer: returned as is, no other deployment.
+
+    `reply` is set when it came as a normal response (the deployment is healthy); otherwise
+    it came as a classified failure, `failure`.
+    """
+
+    text: str
+    reply: Reply | None = None
+    failure: Failure | None = None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A stream broke after text reached the customer: never retried, never spliced.
+
+    `cooldown` is how long to cool the deployment down (None: not at all).
+    """
+
+    failure: Failure
+    partial: str
+    cooldown: float | None = None
+
+
+@dataclass(frozen=True)
+class Fatal:
+    """No deployment can fix this request (malformed): the question ends at once."""
+
+    failure: Failure
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The attempt failed and the question goes on: `step` says retry here or fail over."""
+
+    failure: Failure
+    step: Step
+
+
+Ending = Answered | Refused | Stopped | Fatal | Failed
+"""How one attempt ended. All but `Failed` end the question."""
+
+
+def judge(
+    result: Reply | Failure,
+    *,
+    partial: str = "",
+    wrote: bool = False,
+    retries_done: int,
+    policy: Policy,
+    budget: Budget,
+    now: float,
+    draw: Callable[[], float],
+    took: float = 0.0,
+) -> Ending:
+    """What one attempt's reply or failure means for the question.
+
+    `wrote` says whether text already reached the customer; `draw` is the random source,
+    drawn only when a backoff needs jitter. The other arguments are `next_step`'s.
+    """
+    if isinstance(result, Reply):
+        return Refused(result.text, reply=result) if result.refused else Answered(result)
+    if wrote or partial:
+        # A retry would repeat what the customer already read, a fallback would splice two
+        # answers: report the break and keep what was written.
+        cooldown = policy.cooldown if cools_down(result.kind) else None
+        return Stopped(result, partial, cooldown)
+    step = next_step(
+        result,
+        retries_done=retries_done,
+        policy=policy,
+        budget=budget,
+        now=now,
+        rand=draw(),
+        took=took,
+    )
+    if step.outcome is Outcome.FATAL:
+        if result.kind is ErrorKind.REFUSAL:
+            return Refused(result.detail, failure=result)
+        return Fatal(result)
+    return Failed(result, step)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,19 @@ import pytest
 
 from gateway.backoff import Budget, backoff_delay
 from gateway.config import Config, Deployment, Policy
-from gateway.model import Decision, ErrorKind, Failure, Outcome, ProviderKind, Route
-from gateway.policy import after_overflow, next_step, plan_route, window_shortfall
+from gateway.model import Decision, ErrorKind, Failure, Outcome, ProviderKind, Reply, Route
+from gateway.policy import (
+    Answered,
+    Failed,
+    Fatal,
+    Refused,
+    Stopped,
+    after_overflow,
+    judge,
+    next_step,
+    plan_route,
+    window_shortfall,
+)
 
 POLICY = Policy(retries=2, backoff_base=1.0, backoff_max=8.0, cooldown=60.0)
 
@@ -65,6 +76,46 @@ def test_next_step(failure, retries_done, left, took, outcome, wait, cooldown):
         took=took,
     )
     assert (step.outcome, step.wait, step.cooldown) == (outcome, pytest.approx(wait), cooldown)
+
+
+def _judge(result: Reply | Failure, *, partial: str = "", wrote: bool = False) -> object:
+    draws: list[float] = []
+
+    def draw() -> float:
+        draws.append(0.5)
+        return 0.5
+
+    ending = judge(
+        result,
+        partial=partial,
+        wrote=wrote,
+        retries_done=0,
+        policy=POLICY,
+        budget=Budget(0.0, 30.0),
+        now=0.0,
+        draw=draw,
+        took=0.1,
+    )
+    return ending, len(draws)
+
+
+def test_every_way_an_attempt_ends_is_a_value_and_only_a_backoff_draws_jitter():
+    ok = Reply("fine", "stop")
+    refused = Reply("I can't help with that.", "stop", refused=True)
+    server = fail(ErrorKind.SERVER, Decision.RETRY)
+    blocked = fail(ErrorKind.REFUSAL, Decision.FATAL)
+    malformed = fail(ErrorKind.BAD_REQUEST, Decision.FATAL)
+    assert _judge(ok) == (Answered(ok), 0)
+    assert _judge(refused) == (Refused(refused.text, reply=refused), 0)
+    assert _judge(blocked) == (Refused("refusal", failure=blocked), 1)
+    assert _judge(malformed) == (Fatal(malformed), 1)
+    ending, draws = _judge(server)
+    assert isinstance(ending, Failed)
+    assert (ending.step.outcome, ending.step.wait, draws) == (Outcome.RETRY, 0.75, 1)
+    # once text reached the customer, nothing is retried: the stream stopped, cooled
+    assert _judge(server, partial="Half an", wrote=True) == (Stopped(server, "Half an", 60.0), 0)
+    context = fail(ErrorKind.CONTEXT_WINDOW, Decision.FAIL_OVER)
+    assert _judge(context, wrote=True) == (Stopped(context, "", None), 0)
 
 
 SMALL = Deployment("small", ProviderKind.OPENAI, 8_000, model="m")
