@@ -93,11 +93,15 @@ def run_guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> int:
 
     try:
         code = int(action())
+        # Inside the guard: a reader gone before the last line left is exit 141 here, not
+        # "Exception ignored" and 120 when the interpreter flushes on its way out.
+        sys.stdout.flush()
     except CliError as exc:
         diag.error(exc.message, fix=exc.fix)
         code = exc.code
     except ConfigError as exc:
-        diag.error(str(exc))
+        for problem in exc.problems:  # every problem of the file, each with file:line: key
+            diag.error(str(problem))
         code = ExitCode.CONFIG
     except KeyboardInterrupt:
         diag.error("interrupted")

@@ -44,8 +44,9 @@ def list_cooldowns(config: Config, path: Path, diag: Diag, *, as_json: bool) -> 
     if not rows:
         sys.stdout.write(f"no deployment is cooling down (state: {path})\n")
         return 0
-    from rich.console import Console
     from rich.table import Table
+
+    from cli.output import stdout_console
 
     table = Table(title=f"cooling down (state: {path})", title_justify="left")
     for column in ("deployment", "time left", "error class", "started", "detail"):
@@ -54,7 +55,7 @@ def list_cooldowns(config: Config, path: Path, diag: Diag, *, as_json: bool) -> 
         table.add_row(
             c.deployment, duration(c.until - now), str(c.kind), local_time(c.started), c.detail
         )
-    Console(highlight=False).print(table)
+    stdout_console().print(table)
     return 0
 
 
@@ -75,26 +76,37 @@ def reset(config: Config, path: Path, name: str | None, diag: Diag) -> int:
 
     store = wiring.open_store(path, warn=diag.warn)
     recorded = {c.deployment for c in store.entries()}
-    if name is None:
-        store.clear(None)
-        diag.notice(f"cleared {len(recorded)} cooldown(s) in {path}")
-        return 0
-    known = {d.name for d in config.all_deployments()}
-    if name not in known and name not in recorded:
-        from difflib import get_close_matches
+    if name is not None:
+        known = {d.name for d in config.all_deployments()}
+        if name not in known and name not in recorded:
+            from difflib import get_close_matches
 
-        close = get_close_matches(name, sorted(known | recorded), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise wiring.CliError(
-            f"no deployment named '{name}'{hint}",
-            ExitCode.USAGE,
-            fix=f"name one of: {', '.join(sorted(known | recorded))}; or omit it to clear all",
-        )
-    if name not in recorded:
-        diag.notice(f"{name} was not cooling down")
-        return 0
+            close = get_close_matches(name, sorted(known | recorded), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise wiring.CliError(
+                f"no deployment named '{name}'{hint}",
+                ExitCode.USAGE,
+                fix=f"name one of: {', '.join(sorted(known | recorded))}; or omit it to clear all",
+            )
+        if name not in recorded:
+            diag.notice(f"{name} was not cooling down")
+            return 0
     store.clear(name)
-    diag.notice(f"cleared the cooldown of {name}")
+    # A store that cannot write keeps going in memory (right for a question, which must not
+    # fail over a cache); for a reset that would be a lie. Read the state back as the next
+    # invocation will see it.
+    wanted = recorded if name is None else {name}
+    left = wanted & {c.deployment for c in wiring.open_store(path, warn=lambda _: None).entries()}
+    if left:
+        raise wiring.CliError(
+            f"could not write the state file {path}: still cooling down: {', '.join(sorted(left))}",
+            ExitCode.IO_ERROR,
+            fix="make the file and its folder writable by you, or point --state elsewhere",
+        )
+    if name is None:
+        diag.notice(f"cleared {len(recorded)} cooldown(s) in {path}")
+    else:
+        diag.notice(f"cleared the cooldown of {name}")
     return 0
 
 

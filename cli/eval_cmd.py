@@ -17,7 +17,8 @@ import typer
 
 from cli.common import CONFIG_HELP
 from cli.exitcodes import ExitCode
-from cli.observe import CHECK_FAILED, stdout_console
+from cli.observe import CHECK_FAILED
+from cli.output import stdout_console
 
 if TYPE_CHECKING:
     from cli.diag import Diag

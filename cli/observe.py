@@ -8,19 +8,6 @@ JSON object with `--json`); warnings and the alert line go to stderr.
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING
-
 from cli.exitcodes import ExitCode
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
 CHECK_FAILED = ExitCode.CHECK_FAILED  # fallback share too high, a rule broken
-
-
-def stdout_console() -> Console:
-    from rich.console import Console
-
-    # Rich itself honours NO_COLOR and drops colour and cursor tricks off a terminal.
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gateway.model import Result
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _stdout() -> TextIO:
@@ -28,6 +31,21 @@ def write_json(result: Result, *, json_lines: bool = False, out: TextIO | None =
     out = out or _stdout()
     out.write(json.dumps(obj, ensure_ascii=False) + "\n")
     out.flush()
+
+
+def stdout_console() -> Console:
+    """A rich console on stdout, for commands whose result is a table (stats, eval,
+    cooldowns). A reader that goes away surfaces as BrokenPipeError, which the command
+    guard turns into exit 141 as for `ask`; rich's own handling would exit 1, "a bug"."""
+    from rich.console import Console
+
+    class StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    # Rich itself honours NO_COLOR and drops colour and cursor tricks off a terminal.
+    return StdoutConsole(file=sys.stdout, highlight=False, soft_wrap=False)
 
 
 class StreamSink:

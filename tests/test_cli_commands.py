@@ -181,6 +181,23 @@ def test_cooldowns_reset_one_or_all(home: Path) -> None:
     assert FileStore(state).entries() == []
 
 
+@pytest.mark.parametrize("name", ["primary", None])
+def test_cooldowns_reset_that_cannot_write_says_so_and_exits_74(
+    home: Path, name: str | None
+) -> None:
+    state = home / "state.json"
+    _cool(state, "primary", seconds=60, kind=ErrorKind.RATE_LIMIT)
+    # A directory where the lock file goes: the state cannot be rewritten, even by root.
+    (home / "state.json.lock").unlink()
+    (home / "state.json.lock").mkdir()
+    out = run(["cooldowns", "reset", *([name] if name else [])])
+    assert out.exit_code == 74
+    assert f"could not write the state file {state}" in out.stderr
+    assert "still cooling down: primary" in out.stderr
+    assert "cleared" not in out.stderr
+    assert [c.deployment for c in FileStore(state).entries()] == ["primary"]
+
+
 def test_cooldowns_reset_unknown_name_is_a_usage_error(home: Path) -> None:
     out = run(["cooldowns", "reset", "primay"])
     assert out.exit_code == 2

@@ -477,3 +477,38 @@ def test_version_to_a_reader_that_is_gone_exits_quietly(tmp_path: Path) -> None:
         os.close(write_end)
     assert proc.returncode == 141
     assert "Traceback" not in proc.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["stats", "--since", "1h"],
+        ["stats", "--json"],
+        ["eval", "examples/questions.yaml", "-a", "examples/kb", "--simulate", "-q"],
+        ["eval", "examples/questions.yaml", "-a", "examples/kb", "--simulate", "-q", "--json"],
+    ],
+    ids=["stats", "stats-json", "eval", "eval-json"],
+)
+def test_stats_and_eval_to_a_reader_that_is_gone_exit_141_quietly(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """`support-ask stats | head -0`, as `ask` does: the status of a tool SIGPIPE ended."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cli", *command],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=environment(tmp_path, keys=False, SUPPORT_ASK_LOG=str(tmp_path / "a.jsonl")),
+            timeout=END,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 141, stderr
+    for noise in ("Traceback", "BrokenPipeError", "Exception ignored", "internal error"):
+        assert noise not in stderr

@@ -514,6 +514,47 @@ def test_each_config_error_names_the_file_line_and_key(
     assert (error.file, error.line, error.key) == (str(path), line, key)
     assert fragment in error.message
     assert str(error).startswith(f"{path}:{line}: {key}: ")
+    # The one mistake, not also its echoes (a misspelt key reported again as missing).
+    assert error.problems == (error,), str(error)
+
+
+def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        prodct: X
+        policy:
+          retries: -1
+          budget: 0
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            api_key_env: OPENAI_API_KEY
+            context_window: zero
+          - name: b
+            provider: anthropc
+            context_window: 10
+          - name: c
+            provider: local
+            context_window: 10
+        max_fallback_rate: 3
+        """,
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+
+    found = [(p.line, p.key) for p in caught.value.problems]
+    assert found == [
+        (2, "prodct"),
+        (4, "policy.retries"),
+        (5, "policy.budget"),
+        (11, "deployments[0].context_window"),
+        (13, "deployments[1].provider"),
+        (18, "max_fallback_rate"),
+    ]
+    assert str(caught.value).splitlines() == [str(p) for p in caught.value.problems]
+    assert all(p.file == str(path) for p in caught.value.problems)
 
 
 # Errors with no key: the file as a whole is wrong.

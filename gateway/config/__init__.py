@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         find_config,
         resolve_state_path,
     )
-    from gateway.config.load import load_config, load_default_config
+    from gateway.config.load import default_config_text, load_config, load_default_config
     from gateway.config.validate import load_config_text
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "Deployment",
     "LogSettings",
     "Policy",
+    "default_config_text",
     "find_config",
     "load_config",
     "load_config_text",
@@ -59,6 +60,7 @@ _LAZY = {
     "STATE_ENV": "find",
     "find_config": "find",
     "resolve_state_path": "find",
+    "default_config_text": "load",
     "load_config": "load",
     "load_default_config": "load",
     "load_config_text": "validate",

@@ -60,20 +60,28 @@ def _load_config_file(path: Path) -> Config:
     return validate.load_config_text(text, str(path), base_dir=path.expanduser().absolute().parent)
 
 
-def load_default_config() -> Config:
-    """The bundled default (identical to sample-config.yaml): ends in the offline deployment."""
-    beside = Path(__file__).parent.parent / _DEFAULT_FILE
-    key = cache.bundled_key(beside)
-    cached = cache.lookup(key)
-    if cached is not None:
-        return cached
+def _default_file() -> Path:
+    return Path(__file__).parent.parent / _DEFAULT_FILE
+
+
+def default_config_text() -> str:
+    """The bundled default's text, comments and all (what `config init` writes)."""
     try:
         # A plain file in every ordinary install; importlib.resources costs ~1 ms.
-        text = beside.read_text(encoding="utf-8")
+        return _default_file().read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):  # imported from a zip, say
         from importlib.resources import files
 
-        text = files("gateway").joinpath(_DEFAULT_FILE).read_text(encoding="utf-8")
+        return files("gateway").joinpath(_DEFAULT_FILE).read_text(encoding="utf-8")
+
+
+def load_default_config() -> Config:
+    """The bundled default (identical to sample-config.yaml): ends in the offline deployment."""
+    key = cache.bundled_key(_default_file())
+    cached = cache.lookup(key)
+    if cached is not None:
+        return cached
+    text = default_config_text()
     from gateway.config import validate
 
     config = validate.load_config_text(text, BUNDLED_SOURCE)

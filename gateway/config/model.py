@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway.model import ProviderKind
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # The `source` of the config used when no file is found.
 BUNDLED_SOURCE = "<bundled default>"
@@ -72,12 +76,34 @@ class Config:
 
 
 class ConfigError(Exception):
-    """A configuration problem; the message names the file, line and key, and the fix."""
+    """A configuration problem; the message names the file, line and key, and the fix.
+
+    A file with several problems raises one ConfigError holding them all (`problems`, in
+    the order of the file), so a user fixes them in one pass; its own file, line, key and
+    message are the first problem's.
+    """
 
     def __init__(self, message: str, *, file: str, line: int | None = None, key: str | None = None):
         self.file = file
         self.line = line
         self.key = key
         self.message = message
+        self.problems: tuple[ConfigError, ...] = (self,)
         where = file if line is None else f"{file}:{line}"
         super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+    @classmethod
+    def several(cls, problems: Sequence[ConfigError]) -> ConfigError:
+        """One error for every problem found in one file (at least one), in the order they
+        were found: a cause (a misspelt key) comes before its effects (a required key missing)."""
+        ordered = tuple(problems)
+        if len(ordered) == 1:
+            return ordered[0]
+        first = ordered[0]
+        error = cls(first.message, file=first.file, line=first.line, key=first.key)
+        error.problems = ordered
+        error.args = ("\n".join(str(p) for p in ordered),)  # one a line, each file:line: key
+        return error
+
+    def as_json(self) -> dict[str, object]:
+        return {"file": self.file, "line": self.line, "key": self.key, "message": self.message}

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from gateway.config.model import Config, ConfigError, Deployment, LogSettings, Policy
 from gateway.model import ProviderKind
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from yaml.constructor import SafeConstructor
 
     Pair = tuple[Node, Node]
+
+T = TypeVar("T")
 
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
@@ -117,28 +120,58 @@ def _looks_like_a_key(value: str) -> bool:
     )
 
 
+class _Echo(ConfigError):
+    """A problem already reported in other words (a required key missing because it was
+    misspelt, and the misspelling's message named it): not reported twice."""
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
 class _Reader:
-    """Turns a composed YAML tree into a Config, failing at the first problem with its line."""
+    """Turns a composed YAML tree into a Config, every problem named with its line.
+
+    A check fails at its first problem (`fail` raises); the parts of a file that do not
+    depend on each other (each top-level section, each deployment, each of its fields, each
+    policy value) are checked through `gather`, which keeps the problem and goes on, so one
+    run reports every problem of the file at once.
+    """
 
     def __init__(self, source: str, loader: SafeConstructor, base_dir: Path) -> None:
         self.source = source
         self.loader = loader
         self.base_dir = base_dir
         self.key_lines: dict[int, int] = {}  # id(collection value node) -> its key's line
+        self.problems: list[ConfigError] = []
+        self.suggested: set[str] = set()  # key paths a misspelt key was told it may mean
 
     # -- errors
 
-    def fail(self, node: Node, key: str | None, message: str) -> NoReturn:
+    def problem(self, node: Node, key: str | None, message: str) -> ConfigError:
         line = self.key_lines.get(id(node))
         if line is None and node.start_mark is not None:
             line = node.start_mark.line
-        raise ConfigError(
+        return ConfigError(
             message, file=self.source, line=None if line is None else line + 1, key=key
         )
+
+    def fail(self, node: Node, key: str | None, message: str) -> NoReturn:
+        raise self.problem(node, key, message)
+
+    def note(self, node: Node, key: str | None, message: str) -> None:
+        """A problem that does not stop the check of what follows."""
+        self.problems.append(self.problem(node, key, message))
+
+    def gather(self, default: T, check: Callable[[], T]) -> T:
+        """`check()`, or `default` with its problem kept for the report."""
+        try:
+            return check()
+        except _Echo:
+            return default
+        except ConfigError as exc:
+            self.problems.append(exc)
+            return default
 
     def describe(self, node: Node, *, secret: bool = False) -> str:
         """What the user wrote, in words; `secret` values are never echoed."""
@@ -178,11 +211,12 @@ class _Reader:
             key = fold(str(key_node.value))
             if key in first:
                 line = first[key].start_mark.line + 1
-                self.fail(
+                self.note(
                     key_node,
                     _join(path, str(key_node.value)),
                     f"given twice (first on line {line}); keep one",
                 )
+                continue
             first[key] = key_node
         self.loader.flatten_mapping(node)  # YAML merge keys (<<: *defaults), merged first
         latest: dict[str, Pair] = {}
@@ -203,11 +237,12 @@ class _Reader:
             key = str(key_node.value)
             if key not in allowed:
                 shown = "<not shown>" if _looks_like_a_key(key) else key
-                self.fail(key_node, _join(path, shown), self.unknown_key(key, allowed, where))
+                self.note(key_node, _join(path, shown), self.unknown_key(key, allowed, where, path))
+                continue
             out[key] = (key_node, value_node)
         return out
 
-    def unknown_key(self, key: str, allowed: tuple[str, ...], where: str) -> str:
+    def unknown_key(self, key: str, allowed: tuple[str, ...], where: str, path: str) -> str:
         import difflib
 
         shown = "(not shown: it looks like an API key)" if _looks_like_a_key(key) else repr(key)
@@ -221,10 +256,14 @@ class _Reader:
             )
         close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
+        if close:
+            self.suggested.add(_join(path, close[0]))
         return f"{message}{hint}; valid keys: {', '.join(allowed)}"
 
     def required(self, entries: dict[str, Pair], key: str, node: Node, path: str) -> Node:
         if key not in entries:
+            if _join(path, key) in self.suggested:
+                raise _Echo(f"{key} missing", file=self.source)  # the misspelling said it
             self.fail(node, _join(path, key), "missing; this key is required")
         return entries[key][1]
 
@@ -307,7 +346,7 @@ class _Reader:
     # -- sections
 
     def config(self, root: Node) -> Config:
-        from yaml import MappingNode, SequenceNode
+        from yaml import MappingNode
 
         if not isinstance(root, MappingNode):
             self.fail(
@@ -317,65 +356,47 @@ class _Reader:
                 f"got {self.describe(root)}",
             )
         top = self.mapping(root, "", _TOP_KEYS)
-        product = self.text(self.required(top, "product", root, ""), "product")
-
-        prompt_node = top.get("prompt", (None, None))[1]
-        prompt = self.path_value(prompt_node, "prompt")
-        if prompt is not None and prompt_node is not None and not prompt.is_file():
-            self.fail(
-                prompt_node,
-                "prompt",
-                f"no prompt file at {prompt} (a relative path is relative to the config "
-                "file's folder); fix the path, or set null for the bundled prompt",
-            )
+        product = self.gather(
+            "", lambda: self.text(self.required(top, "product", root, ""), "product")
+        )
+        prompt = self.gather(None, lambda: self.prompt(top.get("prompt", (None, None))[1]))
 
         max_output_tokens = 400
         if "max_output_tokens" in top:
-            max_output_tokens = self.integer(
-                top["max_output_tokens"][1], "max_output_tokens", minimum=1
+            max_output_tokens = self.gather(
+                400,
+                lambda: self.integer(top["max_output_tokens"][1], "max_output_tokens", minimum=1),
             )
 
         policy = Policy()
-        policy_node: Node = root
         if "policy" in top and not self.is_null(top["policy"][1]):
-            policy_node = top["policy"][1]
-            policy = self.policy(policy_node, "policy", Policy())
+            policy = self.gather(policy, partial(self.policy, top["policy"][1], "policy", policy))
 
-        list_node = self.required(top, "deployments", root, "")
-        if not isinstance(list_node, SequenceNode):
-            self.fail(list_node, "deployments", f"expected a list, got {self.describe(list_node)}")
-        if not list_node.value:
-            self.fail(
-                list_node,
-                "deployments",
-                "the list is empty; add at least one deployment (the offline one: "
-                "`- {name: local, provider: local, context_window: 1000000}`)",
-            )
         seen: dict[str, str] = {}
-        deployments = tuple(
-            self.deployment(item, f"deployments[{i}]", policy, seen)
-            for i, item in enumerate(list_node.value)
-        )
+        none: tuple[Deployment, ...] = ()
+        deployments = self.gather(none, lambda: self.deployments(top, root, policy, seen))
         long_context = None
         if "long_context" in top and not self.is_null(top["long_context"][1]):
-            long_context = self.deployment(top["long_context"][1], "long_context", policy, seen)
+            long_context = self.gather(
+                None, lambda: self.deployment(top["long_context"][1], "long_context", policy, seen)
+            )
 
         state_path = None
         if "state" in top and not self.is_null(top["state"][1]):
-            state = self.mapping(top["state"][1], "state", _STATE_KEYS, where=" in state")
-            state_path = self.path_value(state.get("path", (None, None))[1], "state.path")
+            state_path = self.gather(None, lambda: self.state(top["state"][1]))
 
         log = LogSettings()
         if "log" in top and not self.is_null(top["log"][1]):
-            log = self.log(top["log"][1])
+            log = self.gather(log, partial(self.log, top["log"][1]))
 
         max_fallback_rate = None
         if "max_fallback_rate" in top and not self.is_null(top["max_fallback_rate"][1]):
-            node = top["max_fallback_rate"][1]
-            max_fallback_rate = self.number(node, "max_fallback_rate", minimum=0.0)
-            if max_fallback_rate > 1:
-                self.fail(node, "max_fallback_rate", "a share: between 0 and 1 (0.2 means 20 %)")
+            max_fallback_rate = self.gather(
+                None, lambda: self.fallback_rate(top["max_fallback_rate"][1])
+            )
 
+        if self.problems:
+            raise ConfigError.several(self.problems)
         return Config(
             product=product,
             deployments=deployments,
@@ -388,6 +409,48 @@ class _Reader:
             log=log,
             max_fallback_rate=max_fallback_rate,
         )
+
+    def prompt(self, node: Node | None) -> Path | None:
+        prompt = self.path_value(node, "prompt")
+        if prompt is not None and node is not None and not prompt.is_file():
+            self.fail(
+                node,
+                "prompt",
+                f"no prompt file at {prompt} (a relative path is relative to the config "
+                "file's folder); fix the path, or set null for the bundled prompt",
+            )
+        return prompt
+
+    def deployments(
+        self, top: dict[str, Pair], root: Node, policy: Policy, seen: dict[str, str]
+    ) -> tuple[Deployment, ...]:
+        from yaml import SequenceNode
+
+        list_node = self.required(top, "deployments", root, "")
+        if not isinstance(list_node, SequenceNode):
+            self.fail(list_node, "deployments", f"expected a list, got {self.describe(list_node)}")
+        if not list_node.value:
+            self.fail(
+                list_node,
+                "deployments",
+                "the list is empty; add at least one deployment (the offline one: "
+                "`- {name: local, provider: local, context_window: 1000000}`)",
+            )
+        checked = [
+            self.gather(None, partial(self.deployment, item, f"deployments[{i}]", policy, seen))
+            for i, item in enumerate(list_node.value)
+        ]
+        return tuple(d for d in checked if d is not None)
+
+    def state(self, node: Node) -> Path | None:
+        state = self.mapping(node, "state", _STATE_KEYS, where=" in state")
+        return self.path_value(state.get("path", (None, None))[1], "state.path")
+
+    def fallback_rate(self, node: Node) -> float:
+        rate = self.number(node, "max_fallback_rate", minimum=0.0)
+        if rate > 1:
+            self.fail(node, "max_fallback_rate", "a share: between 0 and 1 (0.2 means 20 %)")
+        return rate
 
     def policy(self, node: Node, path: str, base: Policy) -> Policy:
         """`base` with the fields given here replaced, then checked as a whole."""
@@ -403,15 +466,18 @@ class _Reader:
         for key, (_, value) in entries.items():
             key_path = _join(path, key)
             if key == "retries":
-                retries = self.integer(value, key_path, minimum=0)
+                retries = self.gather(retries, partial(self.integer, value, key_path, minimum=0))
             else:  # a zero budget or timeout could never make a call; zero waits are fine
                 zero_ok = key not in ("budget", "timeout")
-                times[key] = self.number(value, key_path, minimum=0.0, above=not zero_ok)
+                times[key] = self.gather(
+                    times[key],
+                    partial(self.number, value, key_path, minimum=0.0, above=not zero_ok),
+                )
         merged = Policy(retries=retries, **times)
         if merged.backoff_max < merged.backoff_base:
             key = "backoff_max" if "backoff_max" in entries else "backoff_base"
             at = entries[key][1] if key in entries else node
-            self.fail(
+            self.note(
                 at,
                 _join(path, key),
                 f"backoff_max ({merged.backoff_max:g}) is less than backoff_base "
@@ -420,11 +486,61 @@ class _Reader:
         return merged
 
     def deployment(self, node: Node, path: str, policy: Policy, seen: dict[str, str]) -> Deployment:
+        known = len(self.problems)
         entries = self.mapping(node, path, _DEPLOYMENT_KEYS, where=" in a deployment")
 
         def get(key: str) -> Node | None:
             return entries[key][1] if key in entries else None
 
+        name = self.gather("", partial(self.deployment_name, entries, node, path, seen))
+        provider = self.gather(None, partial(self.provider_kind, entries, node, path))
+        context_window = self.gather(
+            1,
+            lambda: self.integer(
+                self.required(entries, "context_window", node, path),
+                f"{path}.context_window",
+                minimum=1,
+            ),
+        )
+        model = self.gather(None, lambda: self.optional_text(get("model"), f"{path}.model"))
+        api_key_env = self.gather(
+            None, lambda: self.api_key_env(get("api_key_env"), f"{path}.api_key_env")
+        )
+        base_url = self.gather(None, lambda: self.base_url(get("base_url"), f"{path}.base_url"))
+        api_version = self.gather(
+            None, lambda: self.optional_text(get("api_version"), f"{path}.api_version")
+        )
+        no_headers: tuple[tuple[str, str], ...] = ()
+        headers = self.gather(no_headers, lambda: self.headers(get("headers"), f"{path}.headers"))
+        own_policy = policy
+        policy_node = get("policy")
+        if policy_node is not None and not self.is_null(policy_node):
+            own_policy = self.gather(
+                policy, partial(self.policy, policy_node, f"{path}.policy", policy)
+            )
+
+        if provider is None:
+            provider = ProviderKind.LOCAL  # a stand-in: the problem is reported
+        elif len(self.problems) == known:
+            # Which fields go together is judged only on fields that are right themselves: a
+            # misspelt `modle` must not also be reported as a missing model.
+            check = partial(self.check_provider_fields, provider, entries, node, path)
+            self.gather(None, partial(check, base_url=base_url))
+        return Deployment(
+            name=name,
+            provider=provider,
+            context_window=context_window,
+            policy=own_policy,
+            model=model,
+            api_key_env=api_key_env,
+            base_url=base_url,
+            api_version=api_version,
+            headers=headers,
+        )
+
+    def deployment_name(
+        self, entries: dict[str, Pair], node: Node, path: str, seen: dict[str, str]
+    ) -> str:
         name_node = self.required(entries, "name", node, path)
         name = self.text(name_node, f"{path}.name")
         if not re.match(_DEPLOYMENT_NAME, name):
@@ -437,7 +553,9 @@ class _Reader:
         if name in seen:
             self.fail(name_node, f"{path}.name", f"{name!r} is already the name of {seen[name]}")
         seen[name] = path
+        return name
 
+    def provider_kind(self, entries: dict[str, Pair], node: Node, path: str) -> ProviderKind:
         provider_node = self.required(entries, "provider", node, path)
         provider_text = self.text(provider_node, f"{path}.provider")
         valid = [kind.value for kind in ProviderKind]
@@ -451,35 +569,7 @@ class _Reader:
                 f"{path}.provider",
                 f"unknown provider {provider_text!r}{hint}; valid: {', '.join(valid)}",
             )
-        provider = ProviderKind(provider_text)
-
-        context_window = self.integer(
-            self.required(entries, "context_window", node, path),
-            f"{path}.context_window",
-            minimum=1,
-        )
-        model = self.optional_text(get("model"), f"{path}.model")
-        api_key_env = self.api_key_env(get("api_key_env"), f"{path}.api_key_env")
-        base_url = self.base_url(get("base_url"), f"{path}.base_url")
-        api_version = self.optional_text(get("api_version"), f"{path}.api_version")
-        headers = self.headers(get("headers"), f"{path}.headers")
-        own_policy = policy
-        policy_node = get("policy")
-        if policy_node is not None and not self.is_null(policy_node):
-            own_policy = self.policy(policy_node, f"{path}.policy", policy)
-
-        self.check_provider_fields(provider, entries, node, path, base_url=base_url)
-        return Deployment(
-            name=name,
-            provider=provider,
-            context_window=context_window,
-            policy=own_policy,
-            model=model,
-            api_key_env=api_key_env,
-            base_url=base_url,
-            api_version=api_version,
-            headers=headers,
-        )
+        return ProviderKind(provider_text)
 
     def check_provider_fields(
         self,
@@ -580,14 +670,14 @@ class _Reader:
     def log(self, node: Node) -> LogSettings:
         entries = self.mapping(node, "log", _LOG_KEYS, where=" in log")
         settings = LogSettings()
+        changes: dict[str, Any] = {}
         for key, (_, value) in entries.items():
             key_path = f"log.{key}"
-            if key == "enabled":
-                settings = replace(settings, enabled=self.boolean(value, key_path))
-            elif key == "include_text":
-                settings = replace(settings, include_text=self.boolean(value, key_path))
+            if key in ("enabled", "include_text"):
+                check: Callable[[], object] = partial(self.boolean, value, key_path)
             elif key == "max_bytes":
-                settings = replace(settings, max_bytes=self.integer(value, key_path, minimum=1))
+                check = partial(self.integer, value, key_path, minimum=1)
             else:
-                settings = replace(settings, path=self.path_value(value, key_path))
-        return settings
+                check = partial(self.path_value, value, key_path)
+            changes[key] = self.gather(getattr(settings, key), check)
+        return replace(settings, **changes)
