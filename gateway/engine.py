@@ -252,7 +252,9 @@ class _Question:
                 rejected_input=d if overflow else None,
             )
             if overflow:
-                queue = after_overflow(self.config, d, queue, self.verdicts)
+                queue, dropped = after_overflow(self.config, d, queue, self.verdicts)
+                for other, why in dropped:
+                    self.verdicts[other.name] = self._skip(other, why, too_small=True)
             turn = None
 
     def _begin(self, d: Deployment) -> _Turn:
@@ -457,10 +459,13 @@ class _Question:
     def _failed(self) -> Result:
         verdicts = self.verdicts
         lines = tuple(DeploymentError(name, v.last_error) for name, v in verdicts.items())
+        # Every deployment has a verdict by now (tried, skipped, or dropped after an
+        # overflow, with its reason): "too large" is said only when each one says so.
         if verdicts and all(v.too_small or v.rejected_input for v in verdicts.values()):
             error = QuestionError(
                 FailureKind.TOO_LARGE,
-                f"the input ({self.plan.input_tokens:,} tokens) is too large for every deployment",
+                f"the input ({self.plan.input_tokens:,} tokens) is too large for every "
+                "deployment: each overflowed or has a smaller window",
                 lines,
             )
             return self._result(Status.FATAL, None, error=error)

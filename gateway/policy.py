@@ -236,13 +236,41 @@ def window_shortfall(config: Config, input_tokens: int, d: Deployment) -> str | 
 
 def after_overflow(
     config: Config, rejected_by: Deployment, queue: list[Deployment], tried: Collection[str]
-) -> list[Deployment]:
-    """The deployments still worth trying after `rejected_by` reported a context overflow.
+) -> tuple[list[Deployment], list[tuple[Deployment, str]]]:
+    """What is still worth trying after `rejected_by` reported a context overflow.
 
-    Only a larger window can help; the long-context deployment joins at the end when it
-    has not been tried and is not queued already.
+    Returns the new queue and the deployments dropped from it, each with the reason (so the
+    attempts table and the failure report name every deployment, tried or not).
+
+    A larger window may hold the input. So may a window just as large behind a different
+    provider or model: windows are counted in each model's own tokens, and another
+    tokenizer can need fewer for the same text. The same model with a window no larger
+    would overflow the same way, and a smaller window is taken at its configured word.
+    The long-context deployment joins at the end when it has not been tried and is not
+    queued already.
     """
     extra = config.long_context
     if extra is not None and extra not in queue and extra.name not in tried:
         queue = [*queue, extra]
-    return [d for d in queue if d.context_window > rejected_by.context_window]
+    window = rejected_by.context_window
+    same_model = (rejected_by.provider, rejected_by.model)
+    kept: list[Deployment] = []
+    dropped: list[tuple[Deployment, str]] = []
+    for d in queue:
+        if d.context_window > window or (
+            d.context_window == window and (d.provider, d.model) != same_model
+        ):
+            kept.append(d)
+        elif d.context_window < window:
+            dropped.append(
+                (
+                    d,
+                    f"window {d.context_window:,} is smaller than {rejected_by.name}'s "
+                    f"{window:,}, which the input overflowed",
+                )
+            )
+        else:
+            dropped.append(
+                (d, f"same model and window as {rejected_by.name}, which the input overflowed")
+            )
+    return kept, dropped

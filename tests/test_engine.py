@@ -316,6 +316,51 @@ def test_context_overflow_fails_over_to_a_larger_window_without_cooling_down():
     assert h.store.entries() == []
 
 
+def test_context_overflow_tries_an_equal_window_behind_another_provider():
+    # primary and fallback both say 128,000: Claude counts the same text in its own tokens.
+    same = Deployment(
+        "fallback", ProviderKind.ANTHROPIC, 128_000, Policy(), "c", "ANTHROPIC_API_KEY"
+    )
+    config = Config("Acme", (deployments()[0], same), long_context=None)
+    h = Harness(
+        {"primary": [failure(ErrorKind.CONTEXT_WINDOW)], "fallback": [answer("fits here")]},
+        config=config,
+    )
+    result = h.ask()
+    assert result.status is Status.ANSWERED
+    assert result.answer == "fits here"
+    assert h.store.entries() == []
+
+
+def test_after_an_overflow_every_deployment_left_out_is_named_and_the_message_is_true():
+    primary = deployments()[0]
+    twin = Deployment(
+        "twin", ProviderKind.OPENAI, 128_000, Policy(), "gpt-4o-mini", "OPENAI_API_KEY"
+    )
+    small = Deployment("small", ProviderKind.OPENAI, 8_000, Policy(), "m", "OPENAI_API_KEY")
+    config = Config("Acme", (primary, twin, small), long_context=None)
+    h = Harness(
+        {
+            "primary": [failure(ErrorKind.CONTEXT_WINDOW)],
+            "twin": [answer("no")],
+            "small": [answer("no")],
+        },
+        config=config,
+    )
+    result = h.ask()
+    assert (h.calls("twin"), h.calls("small")) == (0, 0)
+    assert decisions(result) == [
+        ("primary", "fail_over"),
+        ("twin", "skipped"),
+        ("small", "skipped"),
+    ]
+    assert "same model and window as primary" in result.attempts[1].detail
+    assert "smaller than primary's 128,000" in result.attempts[2].detail
+    assert result.error is not None and result.error.kind is FailureKind.TOO_LARGE
+    assert [d.name for d in result.error.deployments] == ["primary", "twin", "small"]
+    assert "each overflowed or has a smaller window" in result.error.message
+
+
 # -- routing by size ---------------------------------------------------------------------------
 
 

@@ -138,7 +138,23 @@ def test_an_input_too_large_for_the_first_window_goes_to_long_context_first():
     assert window_shortfall(CONFIG, 7_700, MID) is None
 
 
-def test_after_an_overflow_only_larger_windows_remain_and_long_context_joins():
-    assert after_overflow(CONFIG, MID, [SMALL], tried={"mid"}) == [LONG]
-    assert after_overflow(CONFIG, SMALL, [MID], tried={"small"}) == [MID, LONG]
-    assert after_overflow(CONFIG, LONG, [SMALL, MID], tried={"long"}) == []
+def test_after_an_overflow_larger_windows_remain_and_long_context_joins():
+    kept, dropped = after_overflow(CONFIG, MID, [SMALL], tried={"mid"})
+    assert kept == [LONG]
+    assert dropped == [
+        (SMALL, "window 8,000 is smaller than mid's 16,000, which the input overflowed")
+    ]
+    assert after_overflow(CONFIG, SMALL, [MID], tried={"small"}) == ([MID, LONG], [])
+    kept, dropped = after_overflow(CONFIG, LONG, [SMALL, MID], tried={"long"})
+    assert (kept, [d for d, _ in dropped]) == ([], [SMALL, MID])
+
+
+def test_after_an_overflow_an_equal_window_of_another_model_is_still_tried():
+    # Windows are counted in each model's own tokens: another tokenizer may fit the input.
+    other_provider = Deployment("other", ProviderKind.GEMINI, 8_000, model="m")
+    other_model = Deployment("bigger-model", ProviderKind.OPENAI, 8_000, model="m2")
+    twin = Deployment("twin", ProviderKind.OPENAI, 8_000, model="m")
+    queue = [other_provider, other_model, twin]
+    kept, dropped = after_overflow(CONFIG, SMALL, queue, tried={"small"})
+    assert kept == [other_provider, other_model, LONG]
+    assert dropped == [(twin, "same model and window as small, which the input overflowed")]
