@@ -98,8 +98,8 @@ def _config(base_url: str) -> Any:
 
 def _engine(config: Any, providers: Any, store: Any = None) -> Any:
     from gateway.clock import SystemClock
-    from gateway.cooldown import MemoryStore
     from gateway.engine import Engine
+    from gateway.state.memory import MemoryStore
     from gateway.tokens import count_tokens
 
     clock = SystemClock()
@@ -253,8 +253,8 @@ class _InMemoryProvider:
 
 
 def _engine_alone(ctx: Context, request: Any) -> list[Row]:
-    from gateway.cooldown import FileStore
     from gateway.model import ErrorKind, Reply
+    from gateway.state.file import FileStore
 
     provider = _InMemoryProvider(Reply(text=ANSWER, finish_reason="stop", model="gpt-4o-mini"))
     config = _config("http://127.0.0.1:9/v1")  # never called: the provider is in memory

@@ -157,9 +157,9 @@ def _single(ctx: Context) -> list[Row]:
 
 
 def _single_in(folder: Path, iterations: int) -> tuple[Summary, Summary]:
-    from gateway.cooldown import FileStore
     from gateway.model import ErrorKind
     from gateway.secret import Secret
+    from gateway.state.file import FileStore
 
     store = FileStore(folder / "cooldowns.json")
     now = time.time()

@@ -8,7 +8,7 @@ extend-only untils that only this worker writes, anything lower means another pr
 wrote a stale copy over it, i.e. a lost update. It prints one JSON line: the time of each
 update, the lost updates seen, and the reads that found an invalid file.
 
-MODE "filestore" uses gateway.cooldown.FileStore; MODE "raw" is the floor any correct
+MODE "filestore" uses gateway.state.file.FileStore; MODE "raw" is the floor any correct
 store pays: flock, read, parse, change, write a temporary file, rename.
 """
 
@@ -48,8 +48,8 @@ def raw_update(path: Path) -> Callable[[str, float, float], None]:
 
 
 def filestore_update(path: Path) -> Callable[[str, float, float], None]:
-    from gateway.cooldown import FileStore
     from gateway.model import ErrorKind
+    from gateway.state.file import FileStore
 
     store = FileStore(path)
 

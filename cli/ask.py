@@ -135,7 +135,9 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
     articles = wiring.read_articles(opts.articles, warn=diag.warn)
     request = wiring.build_request(config, question, articles, product=opts.product)
     store = wiring.open_store(
-        wiring.state_path(opts.state, environ=environ, config=config), warn=diag.warn
+        wiring.state_path(opts.state, environ=environ, config=config),
+        warn=diag.warn,
+        config=config,
     )
 
     stdout_tty = is_tty(sys.stdout)

@@ -1,16 +1,14 @@
-"""Small pieces several commands share: the --config/--state options, key credentials,
-and human durations and times."""
+"""Small pieces several commands share: the --config/--state options, and human durations
+and times."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gateway.config import Config
-    from gateway.secret import Secret
+    pass
 
 CONFIG_HELP = (
     "The config file (else $SUPPORT_ASK_CONFIG, ./support-ask.yaml, the user config dir, "
@@ -20,17 +18,6 @@ STATE_HELP = (
     "The cooldown state file (else $SUPPORT_ASK_STATE, the config's state.path, "
     "the user state dir)."
 )
-
-
-def credentials(config: Config, environ: Mapping[str, str]) -> dict[str, Secret | None]:
-    """Each deployment's current key (or None): a cooldown taken under another key is void."""
-    from gateway.secret import Secret
-
-    out: dict[str, Secret | None] = {}
-    for d in config.all_deployments():
-        value = environ.get(d.api_key_env, "").strip() if d.api_key_env else ""
-        out[d.name] = Secret(value) if value else None
-    return out
 
 
 def duration(seconds: float) -> str:

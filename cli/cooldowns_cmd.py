@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import CONFIG_HELP, STATE_HELP, credentials, duration, local_time
+from cli.common import CONFIG_HELP, STATE_HELP, duration, local_time
 
 if TYPE_CHECKING:
     from cli.diag import Diag
@@ -33,13 +33,20 @@ def _setup(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> tup
 
 def list_cooldowns(config: Config, path: Path, diag: Diag, *, as_json: bool) -> int:
     from cli import wiring
+    from gateway.credentials import current
 
-    store = wiring.open_store(path, warn=diag.warn)
+    # Read-only: a listing reports a bad state file, it never moves or rewrites it.
+    store = wiring.open_store(path, warn=diag.warn, config=config, read_only=True)
     now = time.time()
-    active = store.active(now, credentials(config, os.environ))
-    rows = sorted(active.values(), key=lambda c: c.until)
+    seen = store.read(now, current(config, os.environ))
+    rows = [(c, "cooling") for c in sorted(seen.cooling.values(), key=lambda c: c.until)]
+    rows += [
+        (c, "probing" if c.name in seen.probing else "awaiting_probe")
+        for c in sorted(seen.due.values(), key=lambda c: c.name)
+    ]
     if as_json:
-        sys.stdout.write(json.dumps([_as_json(c, now) for c in rows], ensure_ascii=False) + "\n")
+        out = [_as_json(c, state, now) for c, state in rows]
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         return 0
     if not rows:
         sys.stdout.write(f"no deployment is cooling down (state: {path})\n")
@@ -49,24 +56,63 @@ def list_cooldowns(config: Config, path: Path, diag: Diag, *, as_json: bool) -> 
     from cli.output import stdout_console
 
     table = Table(title=f"cooling down (state: {path})", title_justify="left")
-    for column in ("deployment", "time left", "error class", "started", "detail"):
+    for column in ("deployment", "key", "time left", "reason", "how it ends", "trips", "started"):
         table.add_column(column, overflow="fold")
-    for c in rows:
+    for c, state in rows:
+        left = {
+            "cooling": duration(c.until - now),
+            "probing": "ended: a probe is in flight",
+            "awaiting_probe": "ended: the next call probes",
+        }[state]
         table.add_row(
-            c.deployment, duration(c.until - now), str(c.kind), local_time(c.started), c.detail
+            c.deployment,
+            c.key_variable or "",
+            left,
+            reason(c),
+            ending(c),
+            str(c.trips),
+            local_time(c.started),
         )
     stdout_console().print(table)
     return 0
 
 
-def _as_json(c: Cooldown, now: float) -> dict[str, object]:
+def reason(c: Cooldown) -> str:
+    """What classified the failure: its class, HTTP status and the provider's error code."""
+    return " ".join(str(p) for p in (c.kind, c.status, c.code) if p is not None)
+
+
+_ENDINGS = {
+    "policy": "after policy.cooldown",
+    "quota": "after policy.quota_cooldown (no reset named)",
+    "provider": "when the provider said",
+    "capped": "at policy.max_cooldown (a longer wait was asked for)",
+    "escalated": "doubled: the probe after the last one failed",
+}
+
+
+def ending(c: Cooldown) -> str:
+    """How the cooldown will end, in words."""
+    text = _ENDINGS[str(c.basis)]
+    if c.credential is not None:
+        text += f", or when {c.key_variable or 'the key'} changes"
+    return text + "; then one probe"
+
+
+def _as_json(c: Cooldown, state: str, now: float) -> dict[str, object]:
     return {
         "deployment": c.deployment,
+        "key": c.key_variable,
+        "state": state,
         "seconds_left": round(max(0.0, c.until - now), 3),
         "until": c.until,
         "error_class": str(c.kind),
+        "status": c.status,
+        "code": c.code,
         "started": c.started,
-        "detail": c.detail,
+        "trips": c.trips,
+        "ends": str(c.basis),
+        "bound_to_key": c.credential is not None,
     }
 
 
@@ -74,8 +120,9 @@ def reset(config: Config, path: Path, name: str | None, diag: Diag) -> int:
     from cli import wiring
     from cli.exitcodes import ExitCode
 
-    store = wiring.open_store(path, warn=diag.warn)
-    recorded = {c.deployment for c in store.entries()}
+    store = wiring.open_store(path, warn=diag.warn, config=config)
+    entries = store.entries()
+    recorded = {c.deployment for c in entries} | {c.name for c in entries}
     if name is not None:
         known = {d.name for d in config.all_deployments()}
         if name not in known and name not in recorded:
@@ -91,12 +138,17 @@ def reset(config: Config, path: Path, name: str | None, diag: Diag) -> int:
         if name not in recorded:
             diag.notice(f"{name} was not cooling down")
             return 0
-    store.clear(name)
+    # A deployment's name clears its keys' cooldowns too: the user thinks in deployments.
+    wanted = {c.name for c in entries if name is None or name in (c.name, c.deployment)}
+    if name is None:
+        store.clear(None)
+    for record in sorted(wanted if name is not None else ()):
+        store.clear(record)
     # A store that cannot write keeps going in memory (right for a question, which must not
     # fail over a cache); for a reset that would be a lie. Read the state back as the next
     # invocation will see it.
-    wanted = recorded if name is None else {name}
-    left = wanted & {c.deployment for c in wiring.open_store(path, warn=lambda _: None).entries()}
+    after = wiring.open_store(path, warn=lambda _: None, read_only=True).entries()
+    left = {c.deployment for c in after if c.name in wanted}
     if left:
         raise wiring.CliError(
             f"could not write the state file {path}: still cooling down: {', '.join(sorted(left))}",
@@ -104,7 +156,7 @@ def reset(config: Config, path: Path, name: str | None, diag: Diag) -> int:
             fix="make the file and its folder writable by you, or point --state elsewhere",
         )
     if name is None:
-        diag.notice(f"cleared {len(recorded)} cooldown(s) in {path}")
+        diag.notice(f"cleared {len(entries)} cooldown(s) in {path}")
     else:
         diag.notice(f"cleared the cooldown of {name}")
     return 0

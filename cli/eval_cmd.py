@@ -43,8 +43,8 @@ def run_eval_command(
     import json
 
     from cli import wiring
-    from gateway.cooldown import MemoryStore
     from gateway.evaluate import QuestionsError, load_questions, pick_deployments, run_eval
+    from gateway.state.memory import MemoryStore
 
     if fail and not simulate:
         raise wiring.CliError("--fail only makes sense with --simulate", ExitCode.USAGE)

@@ -4,8 +4,9 @@ against in-process fake providers (gateway.simulate), in virtual time by default
 Judgement calls:
 - Every simulated deployment gets a dummy key, so none is skipped for a missing key and
   no real key is ever handed to anything (nothing leaves the process either way).
-- Virtual time starts at the real wall clock, so cooldowns written to a real --state file
-  are meaningful to later real invocations.
+- Virtual time starts at the real wall clock, and a real --state file gets real times
+  (each cooldown from the real now, for as long as it lasts), so later real invocations
+  read it as they would their own.
 - The tables always print (that is the point of simulate) unless -q; with several
   requests the exit code is the last request's.
 """
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from cli.diag import Diag
     from gateway.config import Config
     from gateway.model import Result
-    from gateway.seams import RandomSource
+    from gateway.seams import RandomSource, StateStore
 
 DEFAULT_QUESTION = "How do I reset my password?"
 DEFAULT_ARTICLES = Path("examples/kb")
@@ -120,10 +121,16 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
     sim = simulated_config(config)
     clock: VirtualClock | SystemClock
     clock = SystemClock() if opts.real_time else VirtualClock(start_wall=time.time())
+    store: StateStore
     if opts.state is not None:
-        store = wiring.open_store(opts.state, warn=diag.warn)
+        store = wiring.open_store(opts.state, warn=diag.warn, config=config)
+        if not opts.real_time:
+            from gateway.state.realtime import RealTimeStore
+
+            # Other invocations share that file: what goes in it is real time, not virtual.
+            store = RealTimeStore(store)
     else:
-        from gateway.cooldown import MemoryStore
+        from gateway.state.memory import MemoryStore
 
         store = MemoryStore()
     rng: RandomSource = SystemClock() if opts.seed is None else _Seeded(opts.seed)

@@ -57,10 +57,24 @@ def state_path(flag: Path | None, *, environ: Mapping[str, str], config: Config)
     return resolve_state_path(flag, environ, config)
 
 
-def open_store(path: Path, *, warn: Warn) -> StateStore:
-    from gateway.cooldown import FileStore
+def open_store(
+    path: Path, *, warn: Warn, config: Config | None = None, read_only: bool = False
+) -> StateStore:
+    """The state store at `path`. With `config`, records of names it no longer has are
+    pruned, and no deadline beyond its longest max_cooldown is believed. `read_only`: for
+    listings, which report a bad state file and never move, rewrite or create one."""
+    from gateway.state.file import FileStore
+    from gateway.state.records import DEFAULT_LIMITS, Limits
 
-    return FileStore(path, warn=warn)
+    if config is None:
+        return FileStore(path, warn=warn, read_only=read_only)
+    from gateway.credentials import record_names
+
+    longest = max(d.policy.max_cooldown for d in config.all_deployments())
+    limits = Limits(max_cooldown=longest, remember=max(longest, DEFAULT_LIMITS.remember))
+    return FileStore(
+        path, warn=warn, read_only=read_only, limits=limits, known=record_names(config)
+    )
 
 
 def read_articles(paths: Sequence[Path], *, warn: Warn) -> tuple[Article, ...]:

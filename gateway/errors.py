@@ -572,7 +572,14 @@ def classify_response(
         detail=_detail(status, signals, retry_after),
         status=status,
         retry_after=retry_after,
+        code=_code(signals.label),
     )
+
+
+def _code(label: str) -> str | None:
+    """The body's machine name for the error, if it is one: a short identifier only, so no
+    free text a provider put there (which could echo the question) is ever kept."""
+    return label if re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", label) else None
 
 
 def _body_delay(signals: _Signals) -> float | None:

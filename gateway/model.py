@@ -80,7 +80,8 @@ class Failure:
 
     `retry_after` is the server-directed wait in seconds (any form: header, body, message),
     or None when the server named none. `detail` is a short human sentence; it never holds
-    a secret.
+    a secret. `code` is the provider's machine name for the error (its code, type or
+    canonical status, e.g. `insufficient_quota`): what classifies it, never free text.
     """
 
     kind: ErrorKind
@@ -88,6 +89,7 @@ class Failure:
     detail: str
     status: int | None = None
     retry_after: float | None = None
+    code: str | None = None
 
 
 class ProviderError(Exception):
@@ -254,13 +256,43 @@ TextSink = Callable[[str], None]
 """Receives streamed text as it arrives (a provider calls it once per delta)."""
 
 
+class CooldownBasis(StrEnum):
+    """Where a cooldown's length came from: what `support-ask cooldowns` says about how it ends."""
+
+    POLICY = "policy"  # policy.cooldown
+    QUOTA = "quota"  # policy.quota_cooldown: a billing or quota failure with no reset named
+    PROVIDER = "provider"  # the provider named the wait (Retry-After, a reset time)
+    CAPPED = "capped"  # a longer wait was asked for (or found): capped at policy.max_cooldown
+    ESCALATED = "escalated"  # doubled: the probe after the last cooldown failed
+
+
 @dataclass(frozen=True)
 class Cooldown:
-    """A deployment that is being skipped until `until` (wall-clock epoch seconds)."""
+    """A deployment (or one of its keys) skipped until `until` (wall-clock epoch seconds).
 
-    deployment: str
+    `name` is the deployment's name, or `key:VARIABLE` for a key. Only what classifies the
+    failure is kept (its kind, HTTP status, the provider's error code): never provider text,
+    which can echo the question or the prompt into a file shared by every invocation.
+    `trips` counts the cooldowns taken in a row with no success between them; `credential`
+    binds it to one key value (a salted fingerprint): once the key differs, it is void.
+    """
+
+    name: str
+    deployment: str  # the deployment cooled; for a key, the one that found it failing
     until: float
     kind: ErrorKind
     started: float
-    detail: str = ""
+    status: int | None = None
+    code: str | None = None
+    trips: int = 1
+    basis: CooldownBasis = CooldownBasis.POLICY
     credential: str | None = field(default=None, repr=False)  # salted fingerprint, never a key
+
+    @property
+    def key_variable(self) -> str | None:
+        """The key's variable name when this cools a key, else None."""
+        return self.name.removeprefix(KEY_PREFIX) if self.name.startswith(KEY_PREFIX) else None
+
+
+KEY_PREFIX = "key:"
+"""Names of key cooldowns: `key:` + the variable's name (`key:OPENAI_API_KEY`)."""

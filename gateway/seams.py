@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from gateway.model import Cooldown, ErrorKind, Reply, Request, TextSink
+from gateway.model import Cooldown, CooldownBasis, ErrorKind, Reply, Request, TextSink
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
     from gateway.secret import Secret
+    from gateway.state.records import Snapshot
 
 
 class Provider(Protocol):
@@ -53,33 +54,58 @@ class RandomSource(Protocol):
 
 
 class StateStore(Protocol):
-    """Cooldowns shared across invocations.
+    """What the fleet shares across invocations: cooldowns, probe leases, cursors.
 
-    `credentials` maps a deployment to its current key (or None): a cooldown recorded with
-    a credential fingerprint is ignored once the key differs. All times are epoch seconds.
+    Records are named by deployment, or `key:VARIABLE` for one key. `credentials` maps a
+    name to its current key (or None): a record bound to a key's fingerprint is void once
+    the key differs. All times are epoch seconds. No store raises for its own trouble (a
+    bad file, a Redis that is down): it reports it and carries on.
     """
 
+    def read(
+        self,
+        now: float,
+        credentials: Mapping[str, Secret | None],
+        *,
+        advance: Collection[str] = (),
+    ) -> Snapshot:
+        """One question's view: what is cooling, what awaits its probe, who is probing;
+        and the round-robin cursors of `advance`, each moved on by one for the next reader."""
+        ...
+
     def active(self, now: float, credentials: Mapping[str, Secret | None]) -> dict[str, Cooldown]:
-        """The cooldowns still in force at `now`, by deployment name."""
+        """The cooldowns still in force at `now`, by name."""
         ...
 
     def cool(
         self,
-        deployment: str,
+        name: str,
         *,
         until: float,
         kind: ErrorKind,
         now: float,
-        detail: str = "",
+        status: int | None = None,
+        code: str | None = None,
+        basis: CooldownBasis = CooldownBasis.POLICY,
+        deployment: str | None = None,
         credential: Secret | None = None,
+        cap: float | None = None,
+        detail: str = "",
     ) -> None:
-        """Record a cooldown. Only ever extends: a shorter `until` leaves a longer one alone."""
+        """Record a cooldown. Only ever extends: a shorter `until` leaves a longer one alone;
+        one taken after the last ended (a failed probe) lasts at least twice as long; none
+        lasts beyond `cap` from now. `detail` (provider text) is never stored."""
         ...
 
-    def clear(self, deployment: str | None = None) -> None:
-        """Forget one deployment's cooldown (a success), or all of them (None)."""
+    def clear(self, name: str | None = None) -> None:
+        """Forget one record and its probe lease (a success), or every record (None)."""
+        ...
+
+    def lease(self, name: str, *, now: float, ttl: float) -> bool:
+        """Take the one probe after `name`'s cooldown, for `ttl` seconds; False when
+        another invocation holds it."""
         ...
 
     def entries(self) -> list[Cooldown]:
-        """Every recorded cooldown, expired or not, for `support-ask cooldowns`."""
+        """Every record, ended or not, for `support-ask cooldowns`."""
         ...

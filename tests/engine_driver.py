@@ -13,9 +13,9 @@ from pathlib import Path
 
 from gateway.clock import FixedRandom, VirtualClock
 from gateway.config import Config, Deployment, Policy
-from gateway.cooldown import FileStore
 from gateway.engine import Engine
 from gateway.model import ErrorKind, ProviderKind, Request
+from gateway.state.file import FileStore
 from tests.fakes import ScriptedFactory, ScriptedProvider, answer, failure
 
 

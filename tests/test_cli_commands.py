@@ -4,14 +4,17 @@ adapters, classifier and state store (simulate's fake providers, virtual time)."
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
 import pytest
 
-from gateway.cooldown import FileStore
 from gateway.model import ErrorKind
+from gateway.state.file import FileStore
 from tests.cli_runner import run
+
+NAN = math.nan
 
 CONFIG = """\
 product: Acme Cloud
@@ -144,6 +147,11 @@ def test_simulate_with_state_shares_its_cooldowns(home: Path) -> None:
     run(["simulate", "-f", "primary=quota", "--state", str(state), "-a", "kb"])
     listed = run(["cooldowns", "--state", str(state), "--json"])
     assert [c["deployment"] for c in json.loads(listed.stdout)] == ["primary"]
+    # Three 429s wait about 3 s of virtual time: the file still gets the real time.
+    state.unlink()
+    run(["simulate", "-f", "primary=429x3", "--state", str(state), "-a", "kb"])
+    (cooldown,) = FileStore(state).entries()
+    assert cooldown.started <= time.time(), "real time: it did not start in the future"
     # Without --state, simulate's cooldowns stay in memory and touch no file.
     run(["simulate", "-f", "primary=quota", "-a", "kb"])
     assert not (home / "state.json").exists()
@@ -196,6 +204,45 @@ def test_cooldowns_reset_that_cannot_write_says_so_and_exits_74(
     assert "still cooling down: primary" in out.stderr
     assert "cleared" not in out.stderr
     assert [c.deployment for c in FileStore(state).entries()] == ["primary"]
+
+
+def test_cooldowns_says_why_how_it_ends_and_the_trips(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    state = home / "state.json"
+    now = time.time()
+    store = FileStore(state)
+    store.cool("primary", until=now + 30, kind=ErrorKind.SERVER, now=now - 40, status=503)
+    # The cooldown ended, the probe failed: the next one is twice as long, a second trip.
+    store.cool("primary", until=now + 70, kind=ErrorKind.SERVER, now=now + 31, status=503)
+    store.cool("fallback", until=now + 7 * 86400, kind=ErrorKind.RATE_LIMIT, now=now, status=429)
+    out = run(["cooldowns"])
+    assert out.exit_code == 0, out.stderr
+    assert "server 503" in out.stdout and "doubled" in out.stdout
+    assert "rate_limit 429" in out.stdout and "max_cooldown" in out.stdout
+    by_name = {c["deployment"]: c for c in json.loads(run(["cooldowns", "--json"]).stdout)}
+    assert by_name["primary"]["trips"] == 2 and by_name["primary"]["ends"] == "escalated"
+    assert by_name["fallback"]["ends"] == "capped"
+    assert by_name["fallback"]["seconds_left"] <= 3600, "a 7-day wait is capped at an hour"
+
+
+def test_cooldowns_lists_a_bad_state_file_without_crashing_or_moving_it(home: Path) -> None:
+    state = home / "state.json"
+    good = {"until": time.time() + 60, "kind": "server", "started": time.time()}
+    data = json.dumps(
+        {"version": 1, "salt": "00", "cooldowns": {"primary": good, "x": {**good, "until": NAN}}}
+    ).encode()
+    state.write_bytes(data)
+    out = run(["cooldowns", "--json"])
+    assert out.exit_code == 0
+    assert [c["deployment"] for c in json.loads(out.stdout)] == ["primary"]
+    assert "'x' was dropped" in out.stderr
+    assert state.read_bytes() == data, "the listing only reads"
+    state.write_bytes(b"{garbage")
+    out = run(["cooldowns"])
+    assert out.exit_code == 0 and "corrupt" in out.stderr
+    assert state.read_bytes() == b"{garbage" and not state.with_name("state.json.corrupt").exists()
 
 
 def test_cooldowns_reset_unknown_name_is_a_usage_error(home: Path) -> None:

@@ -156,6 +156,31 @@ BAD = {
         "policy.backoff_max",
         "less than backoff_base",
     ),
+    "cooldown above max_cooldown": (
+        """
+        product: X
+        policy:
+          cooldown: 7200   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.cooldown",
+        "more than max_cooldown (3600)",
+    ),
+    "quota_cooldown above a deployment's max_cooldown": (
+        """
+        product: X
+        policy:
+          quota_cooldown: 3600
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            policy:
+              max_cooldown: 600   #!
+        """,
+        "deployments[0].policy.max_cooldown",
+        "quota_cooldown (3600) is more than max_cooldown (600)",
+    ),
     "override makes cap below base": (
         """
         product: X
@@ -828,8 +853,8 @@ def test_the_sample_shows_every_key() -> None:
         "product:", "prompt:", "max_output_tokens:", "policy:", "retries:", "backoff_base:",
         "backoff_max:", "cooldown:", "budget:", "timeout:", "deployments:", "long_context:",
         "state:", "path:", "log:", "enabled:", "include_text:", "max_bytes:",
-        "max_fallback_rate:", "name:", "provider:", "model:", "api_key_env:", "base_url:",
-        "api_version:", "context_window:", "headers:",
+        "max_fallback_rate:", "quota_cooldown:", "max_cooldown:", "name:", "provider:",
+        "model:", "api_key_env:", "base_url:", "api_version:", "context_window:", "headers:",
     ):  # fmt: skip
         assert re.search(rf"^\s*(#\s*)?(- )?{key}", text, re.M), key
 

@@ -9,7 +9,6 @@ import pytest
 
 from gateway.clock import FixedRandom, VirtualClock
 from gateway.config import Config, Deployment, Policy
-from gateway.cooldown import MemoryStore
 from gateway.engine import Engine
 from gateway.model import (
     Attempt,
@@ -21,6 +20,7 @@ from gateway.model import (
     Route,
     Status,
 )
+from gateway.state.memory import MemoryStore
 from tests.fakes import ScriptedFactory, ScriptedProvider, Stream, answer, failure
 
 KEYS = {"OPENAI_API_KEY": "sk-test-primary", "ANTHROPIC_API_KEY": "sk-ant-test"}

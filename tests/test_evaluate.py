@@ -9,7 +9,6 @@ import pytest
 
 from gateway.clock import FixedRandom, VirtualClock
 from gateway.config import Config, Deployment, Policy
-from gateway.cooldown import MemoryStore
 from gateway.engine import Engine
 from gateway.evaluate import (
     AnswerStatus,
@@ -26,6 +25,7 @@ from gateway.evaluate import (
     run_eval,
 )
 from gateway.model import ErrorKind, ProviderKind, Reply, Request
+from gateway.state.memory import MemoryStore
 from prompts import WORD_LIMIT, not_covered
 from tests.fakes import ScriptedFactory, ScriptedProvider, answer, failure
 

@@ -28,6 +28,8 @@ class Policy:
     cooldown: float = 60.0  # seconds a failed deployment is skipped
     budget: float = 30.0  # seconds across ALL attempts of one question
     timeout: float = 20.0  # seconds for one attempt, capped by what is left of the budget
+    quota_cooldown: float = 3600.0  # seconds for billing/quota failures with no reset named
+    max_cooldown: float = 3600.0  # no cooldown lasts longer, whatever a server asks for
 
 
 @dataclass(frozen=True)

@@ -462,6 +462,8 @@ class _Reader:
             "cooldown": base.cooldown,
             "budget": base.budget,
             "timeout": base.timeout,
+            "quota_cooldown": base.quota_cooldown,
+            "max_cooldown": base.max_cooldown,
         }
         for key, (_, value) in entries.items():
             key_path = _join(path, key)
@@ -483,6 +485,16 @@ class _Reader:
                 f"backoff_max ({merged.backoff_max:g}) is less than backoff_base "
                 f"({merged.backoff_base:g}); the cap must be at least the first delay",
             )
+        for longer in ("cooldown", "quota_cooldown"):
+            if getattr(merged, longer) > merged.max_cooldown:
+                key = longer if longer in entries else "max_cooldown"
+                at = entries[key][1] if key in entries else node
+                self.fail(
+                    at,
+                    _join(path, key),
+                    f"{longer} ({getattr(merged, longer):g}) is more than max_cooldown "
+                    f"({merged.max_cooldown:g}); no cooldown lasts longer than max_cooldown",
+                )
         return merged
 
     def deployment(self, node: Node, path: str, policy: Policy, seen: dict[str, str]) -> Deployment:

@@ -1,26 +1,34 @@
-"""Cooldown state: the rules both stores share, and what the file store does on disk."""
+"""The shared state: the rules every store follows, and what the file store does on disk.
+
+The rule tests run against every store (`store` fixture); tests/test_state_redis.py adds
+the Redis store to the same table.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-import gateway.cooldown
-from gateway.cooldown import FileStore, MemoryStore
+import gateway.state.file
 from gateway.model import ErrorKind
 from gateway.secret import Secret
+from gateway.state.file import FileStore
+from gateway.state.memory import MemoryStore
+from gateway.state.realtime import RealTimeStore
+from gateway.state.records import Limits
+from tests.state_rules import RULE_CASES, T
 
 ROOT = Path(__file__).resolve().parent.parent
-T = 1_700_000_000.0  # the injected wall clock
 KEY = Secret("sk-test-Zq8v3KxT1mN4bR7wY2cF9hJ6")
 NEW_KEY = Secret("sk-test-rotated-4bR7wY2cF9hJ6Zq8")
 
@@ -34,96 +42,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     return FileStore(tmp_path / "cooldowns.json", warn=pytest.fail)
 
 
-def until_of(store: Store, name: str) -> float | None:
-    found = [c.until for c in store.entries() if c.deployment == name]
-    return found[0] if found else None
-
-
-# -- the rules -----------------------------------------------------------------------------
-
-
-def test_a_cooldown_holds_until_it_expires(store: Store) -> None:
-    store.cool("primary", until=T + 60, kind=ErrorKind.RATE_LIMIT, now=T, detail="429 x3")
-    (cooldown,) = store.active(T + 59.9, {}).values()
-    assert (cooldown.deployment, cooldown.kind, cooldown.detail) == (
-        "primary",
-        ErrorKind.RATE_LIMIT,
-        "429 x3",
-    )
-    assert (cooldown.started, cooldown.until) == (T, T + 60)
-    assert store.active(T + 60, {}) == {}
-    assert [c.deployment for c in store.entries()] == ["primary"], "expired ones still listed"
-
-
-def test_a_shorter_cooldown_never_shortens_a_longer_one(store: Store) -> None:
-    store.cool("primary", until=T + 300, kind=ErrorKind.QUOTA, now=T, detail="credit")
-    store.cool("primary", until=T + 60, kind=ErrorKind.RATE_LIMIT, now=T + 1, detail="429")
-    (cooldown,) = store.active(T + 100, {}).values()
-    assert (cooldown.until, cooldown.kind, cooldown.detail) == (T + 300, ErrorKind.QUOTA, "credit")
-
-
-def test_a_longer_cooldown_replaces_with_its_own_kind_and_detail(store: Store) -> None:
-    store.cool("primary", until=T + 60, kind=ErrorKind.RATE_LIMIT, now=T, detail="429")
-    store.cool("primary", until=T + 600, kind=ErrorKind.SERVER, now=T + 5, detail="502")
-    (cooldown,) = store.active(T + 100, {}).values()
-    assert (cooldown.until, cooldown.kind, cooldown.detail, cooldown.started) == (
-        T + 600,
-        ErrorKind.SERVER,
-        "502",
-        T + 5,
-    )
-
-
-def test_clear_forgets_one_deployment_or_all(store: Store) -> None:
-    for name in ("a", "b", "c"):
-        store.cool(name, until=T + 60, kind=ErrorKind.SERVER, now=T)
-    store.clear("b")
-    assert sorted(store.active(T, {})) == ["a", "c"]
-    store.clear("not-there")
-    assert sorted(store.active(T, {})) == ["a", "c"]
-    store.clear()
-    assert store.active(T, {}) == {} and store.entries() == []
-
-
-def test_an_auth_cooldown_ends_when_the_key_changes(store: Store) -> None:
-    store.cool("primary", until=T + 3600, kind=ErrorKind.AUTH, now=T, credential=KEY)
-    assert "primary" in store.active(T + 1, {"primary": KEY})
-    assert "primary" in store.active(T + 1, {"primary": Secret(KEY.reveal())})
-    assert store.active(T + 1, {"primary": NEW_KEY}) == {}, "a rotated key gets a new chance"
-    assert store.active(T + 1, {"primary": None}) == {}
-    assert store.active(T + 1, {}) == {}
-
-
-def test_a_cooldown_without_a_credential_holds_whatever_the_key(store: Store) -> None:
-    store.cool("primary", until=T + 60, kind=ErrorKind.RATE_LIMIT, now=T)
-    assert "primary" in store.active(T, {"primary": NEW_KEY})
-    assert "primary" in store.active(T, {"primary": None})
-
-
-def test_after_a_key_rotation_a_new_shorter_cooldown_is_not_lost(store: Store) -> None:
-    # The stale auth cooldown no longer holds the deployment back; the new key then hits a
-    # rate limit, and that cooldown must count even though it ends sooner.
-    store.cool("primary", until=T + 3600, kind=ErrorKind.AUTH, now=T, credential=KEY)
-    store.cool("primary", until=T + 70, kind=ErrorKind.RATE_LIMIT, now=T + 10)
-    (cooldown,) = store.active(T + 20, {"primary": NEW_KEY}).values()
-    assert (cooldown.kind, cooldown.until) == (ErrorKind.RATE_LIMIT, T + 70)
-
-
-def test_an_auth_cooldown_with_the_same_key_only_extends(store: Store) -> None:
-    store.cool("primary", until=T + 3600, kind=ErrorKind.AUTH, now=T, credential=KEY)
-    store.cool("primary", until=T + 60, kind=ErrorKind.AUTH, now=T + 1, credential=KEY)
-    assert until_of(store, "primary") == T + 3600
-
-
-def test_a_cooldown_already_over_is_not_recorded(store: Store) -> None:
-    store.cool("primary", until=T - 1, kind=ErrorKind.SERVER, now=T)
-    assert store.entries() == []
-
-
-def test_expired_cooldowns_are_pruned_when_the_state_changes(store: Store) -> None:
-    store.cool("old", until=T + 10, kind=ErrorKind.SERVER, now=T)
-    store.cool("new", until=T + 100, kind=ErrorKind.SERVER, now=T + 20)
-    assert [c.deployment for c in store.entries()] == ["new"]
+@pytest.mark.parametrize("case", RULE_CASES, ids=lambda c: c.__name__)
+def test_the_rules(store: Store, case: Callable[[Store], None]) -> None:
+    case(store)
 
 
 # -- the file ------------------------------------------------------------------------------
@@ -145,35 +66,46 @@ def fstore(path: Path, warnings: list[str]) -> FileStore:
 
 
 def test_cooldowns_are_shared_through_the_file(path: Path) -> None:
-    FileStore(path).cool("primary", until=T + 60, kind=ErrorKind.OVERLOADED, now=T, detail="529")
+    FileStore(path).cool("primary", until=T + 60, kind=ErrorKind.OVERLOADED, now=T, status=529)
     (cooldown,) = FileStore(path).active(T, {}).values()
-    assert (cooldown.deployment, cooldown.kind, cooldown.detail) == (
-        "primary",
-        ErrorKind.OVERLOADED,
-        "529",
-    )
+    assert (cooldown.name, cooldown.kind, cooldown.status) == ("primary", ErrorKind.OVERLOADED, 529)
     FileStore(path).clear("primary")
     assert FileStore(path).active(T, {}) == {}
 
 
-def test_the_file_is_versioned_json_with_a_fingerprint_never_the_key(
+def test_the_file_keeps_what_classifies_a_failure_and_a_fingerprint_never_the_key(
     fstore: FileStore, path: Path
 ) -> None:
-    fstore.cool("primary", until=T + 60, kind=ErrorKind.AUTH, now=T, credential=KEY, detail="401")
-    fstore.cool("fallback", until=T + 60, kind=ErrorKind.SERVER, now=T)
+    question = "How do I cancel the account of jane@example.com?"
+    fstore.cool(
+        "key:OPENAI_API_KEY",
+        until=T + 60,
+        kind=ErrorKind.AUTH,
+        now=T,
+        credential=KEY,
+        status=401,
+        code="invalid_api_key",
+        deployment="primary",
+        detail=f"401 invalid_api_key: Incorrect API key provided; you asked {question!r}",
+    )
+    fstore.cool("fallback", until=T + 60, kind=ErrorKind.SERVER, now=T, detail=question)
     raw = path.read_bytes()
     assert KEY.reveal().encode() not in raw
     assert KEY.reveal()[8:].encode() not in raw  # not even the key's tail
+    assert b"jane" not in raw and b"cancel" not in raw and b"Incorrect" not in raw
     doc = json.loads(raw)
     assert doc["version"] == 1
     bytes.fromhex(doc["salt"])
-    entry = doc["cooldowns"]["primary"]
-    assert entry == {
+    assert doc["cooldowns"]["key:OPENAI_API_KEY"] == {
         "until": T + 60,
         "kind": "auth",
         "started": T,
-        "detail": "401",
+        "trips": 1,
+        "basis": "policy",
+        "status": 401,
+        "code": "invalid_api_key",
         "credential": KEY.fingerprint(bytes.fromhex(doc["salt"])),
+        "deployment": "primary",
     }
     assert doc["cooldowns"]["fallback"]["credential"] is None
 
@@ -230,13 +162,11 @@ BAD_FILES = {
     "truncated": b'{"version": 1, "salt": "00ff", "cooldowns": {"primary": {"until": 17',
     "binary garbage": b"\x00\xff\xfe\x01garbage",
     "not an object": b"[1, 2, 3]",
-    "wrong version": b'{"version": 2, "salt": "00ff", "cooldowns": {}}',
     "no version": b'{"salt": "00ff", "cooldowns": {}}',
+    "too large": b'{"version": 1, "salt": "00", "cooldowns": {}, "pad": "'
+    + b"x" * (1 << 20)
+    + b'"}',
     "bad salt": b'{"version": 1, "salt": "zz", "cooldowns": {}}',
-    "bad kind": b'{"version": 1, "salt": "00", "cooldowns": {"a": {"until": 1, "kind": "x",'
-    b' "started": 0}}}',
-    "until is text": b'{"version": 1, "salt": "00", "cooldowns": {"a": {"until": "soon",'
-    b' "kind": "server", "started": 0}}}',
 }
 
 
@@ -271,6 +201,125 @@ def test_a_bad_file_met_first_by_a_write_is_recovered_too(
     assert list(FileStore(path).active(T, {})) == ["primary"]
 
 
+def _file_with(path: Path, cooldowns: dict[str, object], **extra: object) -> bytes:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"version": 1, "salt": "00ff", "cooldowns": cooldowns, **extra}
+    data = json.dumps(doc).encode()  # NaN and Infinity as Python's json writes them
+    path.write_bytes(data)
+    return data
+
+
+GOOD = {"until": T + 60, "kind": "server", "started": T}
+BAD_ENTRIES = {
+    "nan": {**GOOD, "until": math.nan},
+    "infinite": {**GOOD, "until": math.inf},
+    "absurd": {**GOOD, "until": 1e300},
+    "negative start": {**GOOD, "started": -5.0},
+    "text": {**GOOD, "until": "soon"},
+    "unknown kind": {**GOOD, "kind": "gremlins"},
+    "ends before it starts": {**GOOD, "until": T - 10},
+    "not an object": [1, 2],
+}
+
+
+@pytest.mark.parametrize("bad", BAD_ENTRIES.values(), ids=BAD_ENTRIES.keys())
+def test_a_bad_entry_is_dropped_with_a_warning_and_the_others_kept(
+    fstore: FileStore, path: Path, warnings: list[str], bad: object
+) -> None:
+    _file_with(path, {"primary": GOOD, "broken": bad})
+
+    assert list(fstore.active(T, {})) == ["primary"], "one bad entry discards nothing else"
+    (warning,) = warnings
+    assert str(path) in warning and "'broken'" in warning and "dropped" in warning
+    doc = json.loads(path.read_bytes())  # rewritten without it: strict JSON again
+    assert list(doc["cooldowns"]) == ["primary"]
+    assert not path.with_name("cooldowns.json.corrupt").exists(), "the file was not corrupt"
+    later: list[str] = []
+    assert list(FileStore(path, warn=later.append).active(T, {})) == ["primary"]
+    assert later == []
+
+
+def test_a_file_of_a_newer_version_is_left_alone(
+    fstore: FileStore, path: Path, warnings: list[str]
+) -> None:
+    path.parent.mkdir()
+    data = b'{"version": 2, "salt": "00ff", "cooldowns": {}, "new": "things"}'
+    path.write_bytes(data)
+
+    assert fstore.active(T, {}) == {}
+    fstore.cool("primary", until=T + 60, kind=ErrorKind.SERVER, now=T)
+    fstore.clear("primary")
+    fstore.cool("fallback", until=T + 60, kind=ErrorKind.SERVER, now=T)
+
+    assert path.read_bytes() == data, "not ours to replace"
+    assert not path.with_name("cooldowns.json.corrupt").exists()
+    (warning,) = warnings
+    assert "version 2" in warning and "newer support-ask" in warning and "corrupt" not in warning
+    assert list(fstore.active(T, {})) == ["fallback"], "this run's cooldowns, in memory"
+
+
+def test_a_second_corruption_keeps_the_first_copy(path: Path) -> None:
+    path.parent.mkdir()
+    for n, garbage in enumerate((b"{first", b"{second", b"{third")):
+        path.write_bytes(garbage)
+        warnings: list[str] = []
+        assert FileStore(path, warn=warnings.append).active(T, {}) == {}
+        aside = path.with_name("cooldowns.json.corrupt" + (f".{n}" if n else ""))
+        assert str(aside) in warnings[0]
+    assert path.with_name("cooldowns.json.corrupt").read_bytes() == b"{first"
+    assert path.with_name("cooldowns.json.corrupt.1").read_bytes() == b"{second"
+    assert path.with_name("cooldowns.json.corrupt.2").read_bytes() == b"{third"
+
+
+def test_a_read_only_store_reports_and_never_moves_or_writes(path: Path) -> None:
+    path.parent.mkdir()
+    path.write_bytes(b"{broken")
+    warnings: list[str] = []
+    listing = FileStore(path, warn=warnings.append, read_only=True)
+    assert listing.active(T, {}) == {} and listing.entries() == []
+    assert path.read_bytes() == b"{broken" and sorted(os.listdir(path.parent)) == ["cooldowns.json"]
+    assert "corrupt" in warnings[0]
+
+    data = _file_with(path, {"primary": GOOD, "broken": BAD_ENTRIES["nan"]})
+    warnings.clear()
+    assert list(listing.active(T, {})) == ["primary"]
+    assert path.read_bytes() == data and "'broken'" in warnings[0]
+
+    listing.cool("x", until=T + 60, kind=ErrorKind.SERVER, now=T)
+    assert path.read_bytes() == data, "a listing changes nothing on disk"
+    missing = path.with_name("never.json")
+    assert FileStore(missing, read_only=True).entries() == [] and not missing.exists()
+
+
+def test_records_of_names_no_longer_configured_are_pruned(path: Path) -> None:
+    FileStore(path).cool("retired", until=T + 600, kind=ErrorKind.SERVER, now=T)
+    FileStore(path).cool("key:OLD_KEY", until=T + 600, kind=ErrorKind.AUTH, now=T)
+    FileStore(path).cool("primary", until=T + 600, kind=ErrorKind.SERVER, now=T)
+    store = FileStore(path, known={"primary", "fallback", "key:OPENAI_API_KEY"})
+    store.cool("fallback", until=T + 60, kind=ErrorKind.SERVER, now=T + 1)
+    assert sorted(json.loads(path.read_bytes())["cooldowns"]) == ["fallback", "primary"]
+
+
+def test_the_file_cannot_grow_without_bound(path: Path) -> None:
+    store = FileStore(path, limits=Limits(max_entries=50))
+    for i in range(200):
+        store.cool(f"d{i:03d}", until=T + 100 + i, kind=ErrorKind.SERVER, now=T)
+    kept = json.loads(path.read_bytes())["cooldowns"]
+    assert len(kept) == 50 and min(kept) == "d150", "the latest deadlines are the ones kept"
+    assert path.stat().st_size < 20_000
+
+
+def test_simulated_time_is_written_as_real_time(path: Path) -> None:
+    real = time.time()
+    virtual_now = real + 500  # virtual time ran ahead through the waits it showed
+    RealTimeStore(FileStore(path)).cool(
+        "primary", until=virtual_now + 60, kind=ErrorKind.RATE_LIMIT, now=virtual_now
+    )
+    (c,) = FileStore(path).entries()
+    assert real - 1 <= c.started <= time.time(), "started now, not in the future"
+    assert c.until - c.started == pytest.approx(60)
+
+
 def test_an_unreadable_file_is_reported_and_replaced(
     fstore: FileStore, path: Path, warnings: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -284,7 +333,7 @@ def test_an_unreadable_file_is_reported_and_replaced(
         return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
 
     # Root reads any file, so a chmod cannot show this in CI: the refusal is injected.
-    monkeypatch.setattr(gateway.cooldown, "open", denying_open, raising=False)
+    monkeypatch.setattr(gateway.state.file, "open", denying_open, raising=False)
     assert fstore.active(T, {}) == {}
     monkeypatch.undo()
 
@@ -366,7 +415,7 @@ def test_warnings_go_to_the_state_logger_by_default(
 WRITER = """
 import sys, time
 from pathlib import Path
-from gateway.cooldown import FileStore
+from gateway.state.file import FileStore
 from gateway.model import ErrorKind
 
 path, folder, index = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])

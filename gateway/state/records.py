@@ -1,0 +1,71 @@
+"""What every state store holds and hands back: the state itself, a probe's lease, one
+question's snapshot, and the limits that keep the state bounded.
+
+Cooldowns themselves are `gateway.model.Cooldown`: the vocabulary every layer speaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from gateway.model import Cooldown
+
+_NONE: Mapping[str, object] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The right to send the one probe after a cooldown ended, until `until` (epoch s)."""
+
+    until: float
+    holder: str  # random, per store instance: tells whose lease it is, names no one
+
+
+@dataclass(frozen=True)
+class State:
+    """Everything a store keeps. `salt` is created with the state and kept for its life:
+    the fingerprints of keys depend on it."""
+
+    salt: str | None
+    entries: Mapping[str, Cooldown]
+    leases: Mapping[str, Lease] = field(default_factory=dict)
+    cursors: Mapping[str, int] = field(default_factory=dict)  # round-robin, per deployment
+
+
+EMPTY = State(None, {})
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of the state for one question.
+
+    `cooling`: in force now, skip. `due`: ended but not yet followed by a success, so the
+    next call is the probe and only the holder of its lease may send it. `probing`: names
+    whose probe lease someone holds now. `cursors`: each round-robin deployment's cursor,
+    read before this question advanced it.
+    """
+
+    cooling: Mapping[str, Cooldown]
+    due: Mapping[str, Cooldown] = field(default_factory=dict)
+    probing: frozenset[str] = frozenset()
+    cursors: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What keeps the state honest and bounded.
+
+    `max_cooldown`: no deadline further ahead than this is believed (clock skew, garbage, a
+    server asking for 7 days). `remember`: how long an ended cooldown is kept waiting for
+    its probe; after that the deployment is simply tried. `max_entries`: the most records
+    kept, the latest deadlines first, so the state cannot grow without bound.
+    """
+
+    max_cooldown: float = 3600.0
+    remember: float = 3600.0
+    max_entries: int = 1000
+
+
+DEFAULT_LIMITS = Limits()
