@@ -456,6 +456,201 @@ BAD = {
         "deployments[0].base_url",
         "http:// or https://",
     ),
+    "base_url with a user and password": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://me:Pa55-word-x9@llm.example/v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "name that variable with api_key_env",
+    ),
+    "base_url with a bare token as user": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://tok3n-abcdef@llm.example/v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "name that variable with api_key_env",
+    ),
+    "base_url with ?api_key=": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example/v1?api_key=abcdef123456"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "name that variable with api_key_env",
+    ),
+    "base_url with ?key=": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://generativelanguage.googleapis.com/v1beta?key=AIzaSyD4kz9Qx7"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "name that variable with api_key_env",
+    ),
+    "base_url with ?access_token=": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example/v1?team=a&access_token=abc"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "name that variable with api_key_env",
+    ),
+    "base_url with a key-shaped query value": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example/v1?x=sk-proj-Zq8v3KxT1mN4bR7wY2c"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "name that variable with api_key_env",
+    ),
+    "base_url with another query": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example/v1?region=eu"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "takes no query",
+    ),
+    "base_url with a fragment": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example/v1#top"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "takes no fragment",
+    ),
+    "base_url with a port that is not a number": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example:80a/v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "port",
+    ),
+    "base_url with a port out of range": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example:99999/v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "port",
+    ),
+    "base_url with port zero": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "http://127.0.0.1:0/v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "port",
+    ),
+    "base_url with a space": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm.example /v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "no spaces",
+    ),
+    "base_url with no host": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https:///v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "no host",
+    ),
+    "base_url with a bad host": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "https://llm_ex!ample/v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "not a host name",
+    ),
+    "base_url of another scheme": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            base_url: "ftp://llm.example/v1"   #!
+            context_window: 10
+        """,
+        "deployments[0].base_url",
+        "http:// or https://",
+    ),
     "headers not a mapping": (
         """
         product: X
@@ -688,6 +883,36 @@ def test_a_key_pasted_into_the_config_is_an_error_that_never_shows_it(
     assert secret not in str(caught.value)
     assert caught.value.key is not None and caught.value.key.startswith("deployments[0]")
     assert caught.value.line == 6
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        ("https://me:Pa55-word-x9@llm.example/v1", "Pa55-word-x9"),
+        ("me:Pa55-word-x9@llm.example/v1", "Pa55-word-x9"),  # no scheme either
+        ("https://llm.example:8o80/v1?api_key=Pa55-word-x9", "Pa55-word-x9"),
+        ("https://llm.example/v1?key=Pa55-word-x9", "Pa55-word-x9"),
+        ("https://llm.example /v1?key=Pa55-word-x9", "Pa55-word-x9"),
+    ],
+)
+def test_a_credential_in_base_url_is_refused_and_never_shown(
+    tmp_path: Path, url: str, secret: str, validations: list[str]
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(GOOD.replace("api_key_env: OPENAI_API_KEY", f"base_url: '{url}'"))
+    for _ in range(2):  # refused every time: a config that fails is never cached
+        with pytest.raises(ConfigError) as caught:
+            load_config(path)
+        assert (caught.value.key, caught.value.line) == ("deployments[0].base_url", 6)
+        assert secret not in str(caught.value)
+    assert len(validations) == 2
+
+
+def test_a_good_base_url_keeps_its_path_and_port(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    for url in ("http://127.0.0.1:11434/v1/", "https://[::1]:8443/openai", "https://LLM.example"):
+        path.write_text(GOOD.replace("api_key_env: OPENAI_API_KEY", f"base_url: '{url}'"))
+        assert load_config_text(path.read_text(), "c").deployments[0].base_url == url.rstrip("/")
 
 
 # -- what a good config becomes ------------------------------------------------------------

@@ -120,6 +120,57 @@ def _looks_like_a_key(value: str) -> bool:
     )
 
 
+_USE_KEY_ENV = (
+    "credentials never go in the config: put the key in an environment variable and name "
+    "that variable with api_key_env"
+)
+# Query parameter names (or fragments of them) that carry a credential.
+_CREDENTIAL_PARAMS = ("key", "token", "secret", "passw", "pwd", "auth", "sig", "credential")
+
+
+def _url_problem(url: str) -> str | None:
+    """What keeps `url` from being a base_url, in words that quote no secret it holds."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    example = "e.g. https://api.example.com/v1"
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return f"a URL holds no spaces or control characters; write it on one line, {example}"
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced IPv6 bracket
+        return f"not a valid URL; {example}"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"expected an http:// or https:// URL, {example}"
+    if "@" in parts.netloc:
+        return f"holds a user name or password (user:secret@host); {_USE_KEY_ENV}"
+    if parts.query or url.endswith("?"):
+        names = [name.lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+        values = [value for _, value in parse_qsl(parts.query, keep_blank_values=True)]
+        if any(f in n for n in names for f in _CREDENTIAL_PARAMS) or any(
+            _looks_like_a_key(v) for v in values
+        ):
+            return f"holds a credential in its query (?key=...); {_USE_KEY_ENV}"
+        return (
+            "a base_url takes no query (?...): the API path is appended to it; "
+            f"remove it, {example}"
+        )
+    if parts.fragment or url.endswith("#"):
+        return f"a base_url takes no fragment (#...): remove it, {example}"
+    shown = f"{parts.scheme}://{parts.netloc}"
+    if not parts.hostname:
+        return f"no host in {shown!r}; {example}"
+    host = parts.hostname
+    if not re.match(r"[\w.-]+\Z", host) and ":" not in host:  # ":" for IPv6
+        return f"{host!r} is not a host name; {example}"
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port < 65536:
+        return f"the port in {shown!r} is not a number from 1 to 65535; {example}"
+    return None
+
+
 class _Echo(ConfigError):
     """A problem already reported in other words (a required key missing because it was
     misspelt, and the misspelling's message named it): not reported twice."""
@@ -648,12 +699,17 @@ class _Reader:
         return value
 
     def base_url(self, node: Node | None, path: str) -> str | None:
-        value = self.optional_text(node, path)
+        """An http(s) URL the API paths are appended to: no credentials in it (they would
+        be printed, logged and cached as config), no query or fragment (the appended path
+        would land inside them), a host and a usable port. The URL is never echoed whole:
+        an error shows at most its scheme and host."""
+        value = self.optional_text(node, path, secret=True)
         if value is None or node is None:
             return None
-        if not value.startswith(("http://", "https://")):
-            self.fail(node, path, f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
+        problem = _url_problem(value.strip())
+        if problem is not None:
+            self.fail(node, path, problem)
+        return value.strip().rstrip("/")
 
     def headers(self, node: Node | None, path: str) -> tuple[tuple[str, str], ...]:
         if node is None or self.is_null(node):
