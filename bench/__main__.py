@@ -29,6 +29,7 @@ BENCHMARKS = {
     "inproc": ("bench.inproc", "3 in-process: engine + adapter vs raw kept-alive httpx"),
     "state": ("bench.state", "4 state file: 16 processes contending, single-process cost"),
     "content": ("bench.content", "5 token counting and article loading, 1 MB and 10 MB"),
+    "redaction": ("bench.redaction", "7 redacting keys: streamed first token, the scrubber"),
 }
 
 

@@ -21,6 +21,7 @@ from gateway.model import FailureKind, Result, Status
 
 if TYPE_CHECKING:
     from gateway.config import Config
+    from gateway.redactor import Redactor
 
 STDIN = "-"
 
@@ -117,13 +118,19 @@ def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> i
             fix='ask something: support-ask "How do I reset my password?"',
         )
 
+    from cli.scrubbed import scrubbed_stdio
+    from gateway.config.keys import check_keys
+    from gateway.redactor import redactor_for
+
     environ = opts.environ
     config = wiring.load_settings(opts.config, environ=environ, notice=diag.notice)
-    with _logging(opts, config, environ):
-        return _ask(opts, diag, config, question)
+    check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
+    redactor = redactor_for(config, environ)  # the run's one redactor, for every output
+    with scrubbed_stdio(redactor), _logging(opts, redactor):
+        return _ask(opts, diag, config, question, redactor)
 
 
-def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
+def _ask(opts: AskOptions, diag: Diag, config: Config, question: str, redactor: Redactor) -> int:
     from cli import wiring
 
     environ = opts.environ
@@ -163,6 +170,7 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
             rng=clock,
             environ=environ,
             on_attempt=display.add,
+            redactor=redactor,
         )
         try:
             # The engine decides when to count tokens exactly (only when a window is at
@@ -180,7 +188,7 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str) -> int:
         report_outcome(diag, result, config)
     finally:
         # Logged even when stdout's reader went away: the answer was paid for.
-        _log_question(opts, config, result, question, diag)
+        _log_question(opts, config, result, redactor.scrub(question), diag)
     return exit_code_for(result)
 
 
@@ -196,14 +204,10 @@ def _write_stdout(opts: AskOptions, result: Result, sink: object) -> None:
         write_text(result.answer)
 
 
-def _logging(
-    opts: AskOptions, config: Config, environ: dict[str, str]
-) -> AbstractContextManager[None]:
-    from cli.logsetup import key_values, logging_to_stderr
+def _logging(opts: AskOptions, redactor: Redactor) -> AbstractContextManager[None]:
+    from cli.logsetup import logging_to_stderr
 
-    names = [d.api_key_env for d in config.all_deployments()]
-    secrets = key_values(environ, names)
-    return logging_to_stderr(verbose=opts.verbose, debug=opts.debug, secrets=secrets)
+    return logging_to_stderr(verbose=opts.verbose, debug=opts.debug, redactor=redactor)
 
 
 def _log_question(

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 SET = "✓ set"
 UNSET = "✗ not set"
+UNUSABLE = "✗ unusable"
 
 
 def policy_overrides(deployment: Deployment, base: Policy) -> str:
@@ -47,7 +48,12 @@ def key_status(deployment: Deployment, environ: Mapping[str, str]) -> str:
         return "none needed (offline)"
     if not deployment.api_key_env:
         return "none configured"
-    state = SET if environ.get(deployment.api_key_env, "").strip() else UNSET
+    from gateway.secret import KeyValueError, read_key
+
+    try:
+        state = SET if read_key(environ, deployment.api_key_env) else UNSET
+    except KeyValueError as exc:
+        state = f"{UNUSABLE}: it {exc.problem}"  # what is wrong, never the value
     return f"{deployment.api_key_env} {state}"
 
 
@@ -56,7 +62,12 @@ def can_call(deployment: Deployment, environ: Mapping[str, str]) -> bool:
 
     if deployment.provider is ProviderKind.LOCAL or not deployment.api_key_env:
         return True
-    return bool(environ.get(deployment.api_key_env, "").strip())
+    from gateway.secret import KeyValueError, read_key
+
+    try:
+        return read_key(environ, deployment.api_key_env) is not None
+    except KeyValueError:
+        return False
 
 
 def search_order() -> str:
@@ -111,6 +122,9 @@ def check(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> int:
     except PromptError as exc:
         out.append(f"prompt: {config.prompt} ✗")
         problems.append(exc.message)
+    from gateway.config.keys import key_errors
+
+    problems += [str(error) for error in key_errors(config, environ)]
     out.append(f"max_output_tokens: {config.max_output_tokens}")
     out.append(f"policy: {policy_text(config.policy)}")
 

@@ -63,6 +63,10 @@ def run_eval_command(
     loaded = wiring.read_articles(articles, warn=diag.warn)
 
     environ: dict[str, str] = dict(os.environ)
+    if not simulate:
+        from gateway.config.keys import check_keys
+
+        check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
     transport = None
     from gateway.clock import SystemClock, VirtualClock
 

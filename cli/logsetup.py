@@ -5,8 +5,14 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from gateway.redactor import REDACTED
+
+if TYPE_CHECKING:
+    from gateway.redactor import Redactor
 
 # Credentials in shapes a library might log: a URL's key= parameter, an Authorization
 # value, an api-key header. Known key values are replaced as well, whatever the shape.
@@ -15,20 +21,19 @@ _PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
     re.compile(r"(?i)((?:x-api-key|api-key|x-goog-api-key)['\"]?\s*[:=,]\s*['\"]?)[^\s'\",)]+"),
 )
-REDACTED = "***"
 
 
-class Redactor(logging.Filter):
-    """Rewrites each record's message with secrets replaced; never drops a record."""
+class RedactingFilter(logging.Filter):
+    """Rewrites each record's message with the run's secrets (`redactor`) and anything in a
+    credential's place replaced; never drops a record."""
 
-    def __init__(self, secrets: Iterable[str]) -> None:
+    def __init__(self, redactor: Redactor | None = None) -> None:
         super().__init__()
-        # Longest first, so a key that contains another is replaced whole.
-        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self._redactor = redactor
 
     def scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
+        if self._redactor is not None:
+            text = self._redactor.scrub(text)
         for pattern in _PATTERNS:
             text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
         return text
@@ -46,12 +51,10 @@ class Redactor(logging.Filter):
         return True
 
 
-def key_values(environ: Mapping[str, str], names: Iterable[str | None]) -> list[str]:
-    return [environ[n] for n in names if n and environ.get(n)]
-
-
 @contextmanager
-def logging_to_stderr(*, verbose: int, debug: bool, secrets: Iterable[str] = ()) -> Iterator[None]:
+def logging_to_stderr(
+    *, verbose: int, debug: bool, redactor: Redactor | None = None
+) -> Iterator[None]:
     """-v: INFO (every attempt); -vv or --debug: DEBUG; --debug adds the HTTP log.
     Undone on exit, so an embedding process (or a test runner) gets its logging back."""
     if not verbose and not debug:
@@ -69,7 +72,7 @@ def logging_to_stderr(*, verbose: int, debug: bool, secrets: Iterable[str] = ())
     level = logging.DEBUG if debug or verbose > 1 else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(Redactor(secrets))
+    handler.addFilter(RedactingFilter(redactor))
     root = logging.getLogger()
     http = [logging.getLogger(name) for name in ("httpx", "httpcore")]
     saved = (root.level, [h.level for h in http])

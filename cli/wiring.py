@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from gateway.config import Config, Deployment
     from gateway.engine import Engine
+    from gateway.redactor import Redactor
     from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secret import Secret
 
@@ -139,15 +140,24 @@ def build_engine(
     environ: Mapping[str, str] | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
     transport: httpx.BaseTransport | None = None,
+    redactor: Redactor | None = None,
 ) -> Engine:
     """The engine with the real provider adapters (built only when a deployment is called)
-    and the offline tokenizer; `transport` replaces the network (simulate, tests)."""
+    and the offline tokenizer; `transport` replaces the network (simulate, tests).
+
+    Each adapter's answers, streamed text and errors pass `redactor` (by default the one
+    for this config and environment), so no key reaches any output, even echoed."""
     from gateway.engine import Engine
     from gateway.providers import build_provider
+    from gateway.redactor import RedactingProvider, redactor_for
     from gateway.tokens import count_tokens
 
+    env = os.environ if environ is None else environ
+    scrubbing = redactor if redactor is not None else redactor_for(config, env)
+
     def providers(deployment: Deployment, key: Secret | None) -> Provider:
-        return build_provider(deployment, key, transport=transport)
+        adapter = build_provider(deployment, key, transport=transport)
+        return RedactingProvider(adapter, scrubbing) if scrubbing else adapter
 
     return Engine(
         config,
@@ -156,7 +166,7 @@ def build_engine(
         clock=clock,
         sleeper=sleeper,
         rng=rng,
-        environ=os.environ if environ is None else environ,
+        environ=env,
         count_tokens=count_tokens,
         on_attempt=on_attempt,
     )

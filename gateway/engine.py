@@ -44,7 +44,7 @@ from gateway.policy import (
     window_shortfall,
 )
 from gateway.seams import Clock, Provider, ProviderFactory, RandomSource, Sleeper, StateStore
-from gateway.secret import Secret
+from gateway.secret import KeyValueError, Secret, read_key
 
 log = logging.getLogger("support_ask.engine")
 
@@ -145,13 +145,17 @@ class Engine:
         return _Question(self.config, request, seams, budget, on_text, exact_tokens).run()
 
     def key_for(self, deployment: Deployment) -> KeyChoice:
-        """The deployment's key, or why it cannot be called (its key variable is not set)."""
+        """The deployment's key, or why it cannot be called: its key variable is not set,
+        or holds what cannot be a key (never sent, so never echoed, and never cooled)."""
         if deployment.provider.offline or deployment.api_key_env is None:
             return None, None
-        value = self._environ.get(deployment.api_key_env, "").strip()
-        if not value:
+        try:
+            key = read_key(self._environ, deployment.api_key_env)
+        except KeyValueError as exc:
+            return None, str(exc)
+        if key is None:
             return None, f"{deployment.api_key_env} not set"
-        return Secret(value), None
+        return key, None
 
 
 @dataclass

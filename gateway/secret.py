@@ -1,8 +1,10 @@
-"""An API key that cannot leak by accident: its repr, str and format never show it."""
+"""API keys: read from the environment and checked (`read_key`), then held so they cannot
+leak by accident (`Secret`: its repr, str and format never show it)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 
 class Secret:
@@ -35,3 +37,48 @@ class Secret:
 
     def __reduce__(self) -> str | tuple[object, ...]:
         raise TypeError("a Secret is not pickled: it would write the key out")
+
+
+class KeyValueError(ValueError):
+    """A key variable holds something that cannot be a key. The message names the variable
+    and what is wrong, never any character of the value: it is printed."""
+
+    def __init__(self, variable: str, problem: str) -> None:
+        super().__init__(f"the environment variable {variable} {problem}")
+        self.variable = variable
+        self.problem = problem
+
+
+def key_problem(value: str) -> str | None:
+    """What makes `value` (its surrounding whitespace already stripped) unusable as an API
+    key, in words that quote none of it; None when it can be sent.
+
+    A key goes into an HTTP header, which carries visible ASCII only: a value that spans
+    lines, holds a control character or a non-ASCII one was pasted wrong (a file read with
+    its newlines, a terminal escape, a typographic quote), and sending it would make the
+    HTTP library quote the whole value in its error. A function over one value, so a list
+    of keys is checked one by one.
+    """
+    if value.isascii() and value.isprintable() and " " not in value:
+        return None  # the common case, decided in two C-level scans
+    if "\n" in value or "\r" in value:
+        return "spans more than one line"
+    if any(not ch.isprintable() for ch in value if ch.isascii()):
+        return "holds a control character"
+    if not value.isascii():
+        return "holds a non-ASCII character"
+    return "holds a space"
+
+
+def read_key(environ: Mapping[str, str], variable: str) -> Secret | None:
+    """The key in `variable`, or None when it is unset or blank.
+
+    Raises KeyValueError when the value cannot be a key: such a deployment is never called.
+    """
+    value = environ.get(variable, "").strip()
+    if not value:
+        return None
+    problem = key_problem(value)
+    if problem is not None:
+        raise KeyValueError(variable, problem)
+    return Secret(value)

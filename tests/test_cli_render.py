@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 
 from cli.diag import Diag
 from cli.group import AskByDefault
-from cli.logsetup import Redactor
+from cli.logsetup import RedactingFilter
 from cli.render import LiveAttempts, attempts_table, fallback_notice
 from cli.root import build_app
 from gateway.config import Config, Deployment
 from gateway.model import Attempt, ErrorKind, Outcome, ProviderKind, Result, Route, Status
+from gateway.redactor import Redactor
 
 CONFIG = Config(
     product="Acme",
@@ -149,7 +150,7 @@ def test_plain_diagnostics_are_plain_text() -> None:
 
 
 def test_redactor_scrubs_keys_in_every_shape() -> None:
-    redactor = Redactor(["sk-known-secret-123"])
+    redactor = RedactingFilter(Redactor(["sk-known-secret-123"]))
     text = redactor.scrub(
         "GET https://x/v1beta/models/m:generateContent?key=AIzaSyREALKEY&alt=sse "
         "Authorization: Bearer abc.def-ghi x-api-key: sk-ant-zzz leaked sk-known-secret-123"
@@ -161,7 +162,7 @@ def test_redactor_scrubs_keys_in_every_shape() -> None:
 
 def test_redactor_scrubs_formatted_arguments() -> None:
     record = logging.LogRecord("t", logging.INFO, __file__, 1, "key %s", ("sk-known-1",), None)
-    Redactor(["sk-known-1"]).filter(record)
+    RedactingFilter(Redactor(["sk-known-1"])).filter(record)
     assert record.getMessage() == "key ***"
 
 

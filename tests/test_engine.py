@@ -416,6 +416,22 @@ def test_a_deployment_without_its_key_is_skipped_visibly_not_called_not_cooled()
     assert h.store.entries() == []
 
 
+def test_a_key_variable_that_cannot_be_a_key_is_skipped_never_sent_never_cooled():
+    bad = "sk-test-primary\nsk-test-second-line"
+    h = Harness(
+        {"primary": [answer("no")], "fallback": [answer("ok")]},
+        environ={**KEYS, "OPENAI_API_KEY": bad},
+    )
+    result = h.ask()
+    assert result.answer == "ok"
+    assert result.attempts[0].decision is Outcome.SKIPPED
+    assert result.attempts[0].detail == (
+        "the environment variable OPENAI_API_KEY spans more than one line"
+    )
+    assert h.calls("primary") == 0
+    assert h.store.entries() == []
+
+
 def test_an_auth_cooldown_ends_when_the_key_changes_and_a_success_clears_it():
     store = MemoryStore()
     h = Harness({"primary": [failure(ErrorKind.AUTH)], "fallback": [answer("ok")]}, store=store)

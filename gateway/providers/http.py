@@ -39,6 +39,7 @@ from gateway.providers.deadline import Alarm, Deadline, arm, shutdown_stream
 from gateway.providers.failures import malformed, protocol_failure
 from gateway.providers.jsonshape import decode_json, encode
 from gateway.providers.redaction import redact_headers, redact_url, secret_values
+from gateway.redactor import Redactor
 
 if TYPE_CHECKING:
     import ssl
@@ -126,7 +127,7 @@ class HttpClient:
         self._sockets = transport is None
         self._connect_timeout = connect_timeout
         self._last_stream: object = None
-        self._secrets = secret_values(headers)
+        self._redactor = Redactor(secret_values(headers))
         verify: ssl.SSLContext | bool = True  # unused by a transport given here
         if transport is None:
             verify = _ssl_context() if tls else _no_ca_context()
@@ -152,9 +153,7 @@ class HttpClient:
         The classifier already redacts anything shaped like a key; this catches the rest
         (a proxy's token of any shape, echoed back in an error message).
         """
-        detail = err.failure.detail
-        for secret in self._secrets:
-            detail = detail.replace(secret, "***")
+        detail = self._redactor.scrub(err.failure.detail)
         if detail == err.failure.detail:
             return err
         return ProviderError(dataclasses.replace(err.failure, detail=detail), partial=err.partial)

@@ -1,0 +1,162 @@
+"""Every secret this run knows, cut out of everything it writes.
+
+One `Redactor` is built per run (`redactor_for`) from the values it could leak: the
+configured key variables' values, the configured headers' secret values (a gateway's own
+token), and the passwords of proxy URLs in the environment. It is applied where text
+comes in from a provider (`RedactingProvider`: the answer, each streamed delta, error
+details), so the answer on stdout, the JSON, the attempts table, the attempt log and the
+state file never hold a key even when a proxy echoes one back; and the CLI applies the
+same one where text leaves the process (stdout, stderr, the `-v` log).
+
+Matching is by exact value, not by shape: `gateway.errors.redact` already hides anything
+shaped like a key in error details; this catches a key of any shape, in any text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from gateway.model import ProviderError, Reply, Request, TextSink
+
+if TYPE_CHECKING:
+    from gateway.config import Config
+    from gateway.seams import Provider
+
+REDACTED = "***"
+# A shorter value would scrub ordinary words out of answers; no provider's key is that short.
+MIN_SECRET = 8
+# Where httpx (and curl, and pip) read a proxy, whose URL may carry a password.
+_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+
+
+class Redactor:
+    """Replaces each known secret value with `***`."""
+
+    __slots__ = ("_secrets",)
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Longest first, so a secret that contains another is replaced whole.
+        unique = {s for s in secrets if len(s) >= MIN_SECRET}
+        self._secrets = tuple(sorted(unique, key=len, reverse=True))
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._secrets)} secrets)"  # never the values
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def safe_end(self, text: str) -> int:
+        """How much of `text` can be written now: everything before the earliest place
+        where a secret may begin that `text` does not finish.
+
+        A stream's next delta could complete such a tail into a secret, so it is held back
+        until it does or cannot. A normal answer's tail is rarely the start of a key, so
+        nearly every delta goes out whole and at once.
+        """
+        end = len(text)
+        for secret in self._secrets:
+            head = secret[0]
+            at = text.find(head, max(0, len(text) - len(secret) + 1))
+            while at != -1 and at < end:
+                if secret.startswith(text[at:]):
+                    end = at
+                    break
+                at = text.find(head, at + 1)
+        return end
+
+
+class StreamScrubber:
+    """An `on_text` that passes each delta on scrubbed, holding back a tail that could be
+    the start of a secret (a key can straddle two deltas); `flush` releases the rest."""
+
+    __slots__ = ("_held", "_redactor", "_sink")
+
+    def __init__(self, redactor: Redactor, sink: TextSink) -> None:
+        self._redactor = redactor
+        self._sink = sink
+        self._held = ""
+
+    def __call__(self, delta: str) -> None:
+        text = self._redactor.scrub(self._held + delta)
+        end = self._redactor.safe_end(text)
+        self._held = text[end:]
+        if end:
+            self._sink(text[:end])
+
+    def flush(self) -> None:
+        held, self._held = self._held, ""
+        if held:
+            self._sink(held)  # no secret starts here: `scrub` saw every byte that followed
+
+
+class RedactingProvider:
+    """A provider whose answers, streamed text and errors carry none of the run's secrets."""
+
+    __slots__ = ("_inner", "_redactor")
+
+    def __init__(self, inner: Provider, redactor: Redactor) -> None:
+        self._inner = inner
+        self._redactor = redactor
+
+    def __repr__(self) -> str:
+        return f"RedactingProvider({self._inner!r})"
+
+    def complete(
+        self, request: Request, *, timeout: float, on_text: TextSink | None = None
+    ) -> Reply:
+        scrub = self._redactor.scrub
+        stream = None if on_text is None else StreamScrubber(self._redactor, on_text)
+        try:
+            reply = self._inner.complete(request, timeout=timeout, on_text=stream)
+        except ProviderError as err:
+            if stream is not None:
+                stream.flush()  # the user sees what arrived, as without redaction
+            failure = dataclasses.replace(err.failure, detail=scrub(err.failure.detail))
+            raise ProviderError(failure, partial=scrub(err.partial)) from None
+        if stream is not None:
+            stream.flush()
+        model = None if reply.model is None else scrub(reply.model)
+        return dataclasses.replace(reply, text=scrub(reply.text), model=model)
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if callable(close):
+            close()
+
+
+def redactor_for(config: Config, environ: Mapping[str, str]) -> Redactor:
+    """The run's one redactor: every value of the config's key variables (usable or not:
+    a value refused as a key is still a secret), secret header values, proxy passwords."""
+    from gateway.providers.redaction import secret_values
+
+    found: list[str] = []
+    for d in config.all_deployments():
+        if d.api_key_env:
+            value = environ.get(d.api_key_env, "").strip()
+            found += [value, *value.splitlines()]
+        found += secret_values(dict(d.headers))
+    for name in _PROXY_VARIABLES:
+        for variable in (name, name.lower()):
+            found += _url_passwords(environ.get(variable, ""))
+    return Redactor(v.strip() for v in found)
+
+
+def _url_passwords(url: str) -> list[str]:
+    """A URL's password as written (percent-encoded) and as sent."""
+    if "@" not in url:
+        return []
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url.strip()).password
+    except ValueError:
+        return []
+    return [] if password is None else [password, unquote(password)]
