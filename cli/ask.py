@@ -41,6 +41,9 @@ class AskOptions:
     debug: bool = False
     log: Path | None = None
     no_log: bool = False
+    deployments: tuple[str, ...] = ()
+    budget: float | None = None
+    timeout: float | None = None
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -60,11 +63,14 @@ def read_question(words: tuple[str, ...]) -> str | None:
     return sys.stdin.read()
 
 
-def _fix_for(result: Result, code: ExitCode) -> str:
+def _fix_for(result: Result, code: ExitCode, retry_after: float | None = None) -> str:
     kind = None if result.error is None else result.error.kind
     if code is ExitCode.TEMPFAIL:
+        from cli.common import duration
+
+        when = "later" if not retry_after else f"in {duration(retry_after)}"
         return (
-            "retry later; `support-ask cooldowns` shows when each deployment is back "
+            f"retry {when}; `support-ask cooldowns` shows when each deployment is back "
             "(`support-ask cooldowns reset` clears them)"
         )
     if kind is FailureKind.TOO_LARGE:
@@ -76,18 +82,21 @@ def _fix_for(result: Result, code: ExitCode) -> str:
     return "check keys and endpoints with `support-ask config check`"
 
 
-def report_failure(diag: Diag, result: Result) -> None:
+def report_failure(diag: Diag, result: Result, retry_after: float | None = None) -> None:
     code = exit_code_for(result)
+    fix = _fix_for(result, code, retry_after)
     if result.error is None:
-        diag.error(f"the question failed ({result.status})", fix=_fix_for(result, code))
+        diag.error(f"the question failed ({result.status})", fix=fix)
         return
     diag.error(result.error.message)
     for d in result.error.deployments:
         diag.detail(f"  {d.name}: {d.last_error}")
-    diag.detail(f"  fix: {_fix_for(result, code)}")
+    diag.detail(f"  fix: {fix}")
 
 
-def report_outcome(diag: Diag, result: Result, config: Config) -> None:
+def report_outcome(
+    diag: Diag, result: Result, config: Config, retry_after: float | None = None
+) -> None:
     from cli.render import fallback_notice
 
     if result.status is Status.REFUSED:
@@ -95,7 +104,7 @@ def report_outcome(diag: Diag, result: Result, config: Config) -> None:
             f"the model refused (deployment {result.deployment}); its reply is on stdout as is"
         )
     elif result.status is not Status.ANSWERED:
-        report_failure(diag, result)
+        report_failure(diag, result, retry_after)
         return
     notice = fallback_notice(result, config)
     if notice:
@@ -124,6 +133,11 @@ def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> i
 
     environ = opts.environ
     config = wiring.load_settings(opts.config, environ=environ, notice=diag.notice)
+    from cli import overrides
+
+    config = overrides.apply(
+        config, deployments=opts.deployments, budget=opts.budget, timeout=opts.timeout
+    )
     check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
     redactor = redactor_for(config, environ)  # the run's one redactor, for every output
     with scrubbed_stdio(redactor), _logging(opts, redactor):
@@ -183,23 +197,35 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str, redactor: 
         sink.end_line()  # before anything else is said on the terminal
     display.print_final()
 
+    code = exit_code_for(result)
+    retry_after = None
+    if code is ExitCode.TEMPFAIL:
+        from cli.common import seconds_until_callable
+
+        retry_after = seconds_until_callable(store, config, environ, time.time())
     try:
-        _write_stdout(opts, result, sink)
-        report_outcome(diag, result, config)
+        _write_stdout(opts, result, sink, retry_after)
+        report_outcome(diag, result, config, retry_after)
     finally:
         # Logged even when stdout's reader went away: the answer was paid for.
         _log_question(opts, config, result, redactor.scrub(question), diag)
-    return exit_code_for(result)
+    return code
 
 
-def _write_stdout(opts: AskOptions, result: Result, sink: object) -> None:
+def _write_stdout(
+    opts: AskOptions, result: Result, sink: object, retry_after: float | None = None
+) -> None:
     from cli.output import StreamSink, write_json, write_text
 
     streamed = isinstance(sink, StreamSink) and sink.wrote
     if isinstance(sink, StreamSink):
         sink.end_line()
     if opts.json:
-        write_json(result, json_lines=opts.stream)
+        # Exit 75 says when to come back: a script can sleep that long, not guess.
+        extra = None
+        if exit_code_for(result) is ExitCode.TEMPFAIL:
+            extra = {"retry_after_s": None if retry_after is None else round(retry_after, 1)}
+        write_json(result, json_lines=opts.stream, error_extra=extra)
     elif not streamed and result.answer is not None:
         write_text(result.answer)
 

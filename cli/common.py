@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Mapping
+
+    from gateway.config import Config, Deployment
+    from gateway.seams import StateStore
 
 CONFIG_HELP = (
     "The config file (else $SUPPORT_ASK_CONFIG, ./support-ask.yaml, the user config dir, "
@@ -18,6 +21,42 @@ STATE_HELP = (
     "The cooldown state file (else $SUPPORT_ASK_STATE, the config's state.path, "
     "the user state dir)."
 )
+
+
+def can_call(deployment: Deployment, environ: Mapping[str, str]) -> bool:
+    """Whether the deployment can be called as things stand: offline, keyless, or its key
+    set to a value that can be a key."""
+    if deployment.provider.offline or not deployment.api_key_env:
+        return True
+    from gateway.secret import KeyValueError, read_key
+
+    try:
+        return read_key(environ, deployment.api_key_env) is not None
+    except KeyValueError:
+        return False
+
+
+def seconds_until_callable(
+    store: StateStore, config: Config, environ: Mapping[str, str], now: float
+) -> float | None:
+    """How long until a deployment that can be called stops cooling down: 0 when one is not
+    cooling now, None when none can be called at all (waiting will not help)."""
+    from gateway.credentials import current, key_name, variables
+
+    callable_ = [d for d in config.all_deployments() if can_call(d, environ)]
+    if not callable_:
+        return None
+    active = store.active(now, current(config, environ))
+
+    def left(name: str) -> float:
+        return max(0.0, active[name].until - now) if name in active else 0.0
+
+    def wait(d: Deployment) -> float:
+        # Back when the deployment is, and one of its keys (if any) is too.
+        keys = [left(key_name(v)) for v in variables(d)]
+        return max(left(d.name), min(keys, default=0.0))
+
+    return min(wait(d) for d in callable_)
 
 
 def duration(seconds: float) -> str:

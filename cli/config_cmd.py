@@ -1,8 +1,10 @@
 """`support-ask config check`: validate the config and show what it resolves to: where it
 came from, each deployment (window, policy with overrides), the long-context deployment,
 the prompt, the state and log files, and which key variables are set (never their values).
+`config init` writes the commented sample config (a pip install has no sample-config.yaml).
 
-Plain text on stdout, one fact a line: it reads at any terminal width and greps well.
+Plain text on stdout, one fact a line: it reads at any terminal width and greps well; or
+one JSON object with `--json`.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import CONFIG_HELP, STATE_HELP
+from cli.common import CONFIG_HELP, STATE_HELP, can_call
 
 if TYPE_CHECKING:
     from cli.diag import Diag
@@ -57,26 +59,10 @@ def key_status(deployment: Deployment, environ: Mapping[str, str]) -> str:
     return f"{deployment.api_key_env} {state}"
 
 
-def can_call(deployment: Deployment, environ: Mapping[str, str]) -> bool:
-    from gateway.model import ProviderKind
-
-    if deployment.provider is ProviderKind.LOCAL or not deployment.api_key_env:
-        return True
-    from gateway.secret import KeyValueError, read_key
-
-    try:
-        return read_key(environ, deployment.api_key_env) is not None
-    except KeyValueError:
-        return False
-
-
 def search_order() -> str:
-    import platformdirs
+    from gateway.config import CONFIG_ENV, user_config_file
 
-    from gateway.config import APP_NAME, CONFIG_ENV
-
-    user = Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.yaml"
-    return f"--config, ${CONFIG_ENV}, ./support-ask.yaml, {user}"
+    return f"--config, ${CONFIG_ENV}, ./support-ask.yaml, {user_config_file()}"
 
 
 def describe_deployment(d: Deployment, base: Policy, environ: Mapping[str, str]) -> list[str]:
@@ -97,15 +83,41 @@ def describe_deployment(d: Deployment, base: Policy, environ: Mapping[str, str])
     return lines
 
 
-def check(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> int:
+def deployment_json(d: Deployment, environ: Mapping[str, str]) -> dict[str, object]:
+    """One deployment for `config check --json`: never a key's value, only whether it is set."""
+    return {
+        "name": d.name,
+        "provider": str(d.provider),
+        "model": d.model,
+        "context_window": d.context_window,
+        "api_key_env": d.api_key_env,
+        "key_set": bool(d.api_key_env and environ.get(d.api_key_env, "").strip()),
+        "callable": can_call(d, environ),
+        "base_url": d.base_url,
+        "api_version": d.api_version,
+        "headers": [name for name, _ in d.headers],
+        "policy": asdict(d.policy),
+    }
+
+
+def check(config_flag: Path | None, state_flag: Path | None, diag: Diag, *, as_json: bool) -> int:
     from cli import wiring
     from cli.exitcodes import ExitCode
     from gateway.attemptlog import resolve_log_path
-    from gateway.config import BUNDLED_SOURCE
+    from gateway.config import BUNDLED_SOURCE, ConfigError
     from prompts import PromptError, load_prompt, template_warnings
 
     environ = os.environ
-    config = wiring.load_settings(config_flag, environ=environ, notice=lambda _: None)
+    try:
+        config = wiring.load_settings(config_flag, environ=environ, notice=lambda _: None)
+    except ConfigError as exc:
+        if not as_json:
+            raise
+        listed = [p.as_json() for p in exc.problems]
+        _write_json({"config": exc.file, "valid": False, "problems": listed})
+        for found in exc.problems:
+            diag.error(str(found))
+        return ExitCode.CONFIG
     out: list[str] = []
     problems: list[str] = []
 
@@ -147,8 +159,31 @@ def check(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> int:
     if config.max_fallback_rate is not None:
         out.append(f"max_fallback_rate: {config.max_fallback_rate:g}")
 
-    sys.stdout.write("\n".join(out) + "\n")
-    sys.stdout.flush()
+    if as_json:
+        lc = config.long_context
+        _write_json(
+            {
+                "config": config.source,
+                "valid": not problems,
+                "problems": [
+                    {"file": str(config.prompt), "line": None, "key": "prompt", "message": p}
+                    for p in problems
+                ],
+                "product": config.product,
+                "prompt": None if config.prompt is None else str(config.prompt),
+                "max_output_tokens": config.max_output_tokens,
+                "policy": asdict(config.policy),
+                "deployments": [deployment_json(d, environ) for d in config.deployments],
+                "long_context": None if lc is None else deployment_json(lc, environ),
+                "state": str(state),
+                "log": str(log),
+                "log_enabled": config.log.enabled,
+                "max_fallback_rate": config.max_fallback_rate,
+            }
+        )
+    else:
+        sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
     if not any(can_call(d, environ) for d in config.deployments):
         diag.warn(
             "no deployment can be called as things stand: set a key variable marked ✗ "
@@ -158,12 +193,71 @@ def check(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> int:
         for problem in problems:
             diag.error(problem)
         return ExitCode.CONFIG
-    sys.stdout.write(f"ok: {config.source} is valid\n")
+    if not as_json:
+        sys.stdout.write(f"ok: {config.source} is valid\n")
     return ExitCode.ANSWERED
 
 
+def _write_json(obj: dict[str, object]) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+STDOUT = Path("-")
+
+
+def init(target: Path | None, *, force: bool, diag: Diag) -> int:
+    """Write the commented sample config (the bundled default) where it will be found."""
+    from cli.exitcodes import ExitCode
+    from cli.wiring import CliError
+    from gateway.config import default_config_text, user_config_file
+
+    text = default_config_text()
+    if target == STDOUT:
+        sys.stdout.write(text)
+        return ExitCode.ANSWERED
+    path = (target or user_config_file()).expanduser()
+    if path.is_dir():
+        path = path / "support-ask.yaml"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL: never replace a config that appeared meanwhile, unless asked to.
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        raise CliError(
+            f"{path} already exists; not overwritten",
+            ExitCode.CANT_CREATE,
+            fix="pass --force to replace it, or name another file: support-ask config init PATH",
+        ) from None
+    except OSError as exc:
+        raise CliError(
+            f"cannot create {path}: {exc.strerror or exc}",
+            ExitCode.CANT_CREATE,
+            fix="name a file in a folder you can write: support-ask config init PATH",
+        ) from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    diag.notice(f"wrote the sample config to {path}")
+    diag.notice(
+        f"next: set the key variables it names, then `support-ask config check{_flag(path)}`"
+    )
+    return ExitCode.ANSWERED
+
+
+def _flag(path: Path) -> str:
+    """The --config a written file needs, unless it is in a place searched anyway."""
+    from gateway.config import user_config_file
+
+    searched = (Path.cwd() / "support-ask.yaml", user_config_file().absolute())
+    return "" if path.absolute() in searched else f" --config {path}"
+
+
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(name="config", help="Check the configuration.", no_args_is_help=True)
+    group = typer.Typer(
+        name="config", help="Write or check the configuration.", no_args_is_help=True
+    )
 
     @group.command("check")
     def check_cmd(
@@ -173,12 +267,37 @@ def register(app: typer.Typer) -> None:
         state: Annotated[
             Path | None, typer.Option("--state", help=STATE_HELP, metavar="FILE")
         ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print one JSON object (every problem, or all).")
+        ] = False,
     ) -> None:
         """Validate the config; show the deployments, policy, files, and which keys are set."""
         from cli.app import guarded
         from cli.diag import Diag
 
         diag = Diag()
-        guarded(diag, False, lambda: check(config, state, diag))
+        guarded(diag, False, lambda: check(config, state, diag, as_json=as_json))
+
+    @group.command("init")
+    def init_cmd(
+        path: Annotated[
+            Path | None,
+            typer.Argument(
+                help="Where to write it (default: the user config dir's config.yaml, the "
+                "last place searched; a folder gets support-ask.yaml; `-` prints it).",
+                metavar="PATH",
+                show_default=False,
+            ),
+        ] = None,
+        force: Annotated[
+            bool, typer.Option("--force", help="Replace the file if it exists.")
+        ] = False,
+    ) -> None:
+        """Write the commented sample config (every key explained) to start from."""
+        from cli.app import guarded
+        from cli.diag import Diag
+
+        diag = Diag()
+        guarded(diag, False, lambda: init(path, force=force, diag=diag))
 
     app.add_typer(group)

@@ -246,13 +246,15 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--deployment",
                 "-d",
+                metavar="NAME",
                 help="Evaluate only this deployment; repeatable (default: all, "
                 "long-context included).",
                 show_default=False,
             ),
         ] = None,
         product: Annotated[
-            str | None, typer.Option("--product", help="The product name the prompt uses.")
+            str | None,
+            typer.Option("--product", help="The product name the prompt uses.", metavar="NAME"),
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
         simulate: Annotated[
@@ -265,6 +267,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--fail",
+                metavar="NAME=SPEC",
                 help="With --simulate: a fault, NAME=SPEC (see `simulate --help`).",
                 show_default=False,
             ),

@@ -44,6 +44,9 @@ ASK_OPTIONS: Mapping[str, tuple[tuple[str, ...], Kind, type]] = {
     "debug": (("--debug",), Kind.FLAG, bool),
     "log": (("--log",), Kind.VALUE, Path),
     "no_log": (("--no-log",), Kind.FLAG, bool),
+    "deployments": (("--deployment", "-d"), Kind.MULTI, str),
+    "budget": (("--budget",), Kind.VALUE, float),
+    "timeout": (("--timeout",), Kind.VALUE, float),
 }
 
 _BY_FLAG = {flag: field for field, (flags, _, _) in ASK_OPTIONS.items() for flag in flags}
@@ -94,13 +97,18 @@ def parse_ask(
             i += 1
         else:
             return None  # a missing value: Typer's usage error
+        try:
+            converted = convert(value)
+        except ValueError:
+            return None  # `--budget soon`: Typer's usage error
         if kind is Kind.MULTI:
-            values.setdefault(field, []).append(convert(value))
+            values.setdefault(field, []).append(converted)
         else:
-            values[field] = convert(value)
+            values[field] = converted
 
     tty = is_tty(sys.stdin) if stdin_tty is None else stdin_tty
     if not words and tty:
         return None  # no question on a terminal: Typer shows the help
-    values["articles"] = tuple(values.get("articles", ()))
+    for many in ("articles", "deployments"):
+        values[many] = tuple(values.get(many, ()))
     return AskOptions(words=tuple(words), **values)

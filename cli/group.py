@@ -15,6 +15,7 @@ from typer import _click
 from typer.core import TyperGroup
 
 from cli import routing
+from cli.helpnames import readable
 from cli.plainparams import install
 
 
@@ -37,6 +38,7 @@ class AskByDefault(TyperGroup):
         command = self.commands.get(cmd_name)
         if command is not None:
             install(command, ctx)
+            readable(command)
         return command
 
     def _load(self, module_name: str) -> None:
@@ -71,6 +73,7 @@ class AskByDefault(TyperGroup):
 
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         install(self, ctx)
+        readable(self)
         if not ctx.resilient_parsing and self.routes_to_default(args):
             ctx.meta["support_ask.default_command"] = True
             args = [routing.DEFAULT_COMMAND, *args]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from gateway.model import Result
@@ -24,8 +25,19 @@ def write_text(text: str, out: TextIO | None = None) -> None:
     out.flush()
 
 
-def write_json(result: Result, *, json_lines: bool = False, out: TextIO | None = None) -> None:
+def write_json(
+    result: Result,
+    *,
+    json_lines: bool = False,
+    out: TextIO | None = None,
+    error_extra: Mapping[str, object] | None = None,
+) -> None:
+    """The design's object; `error_extra` adds what the CLI knows about a failure (the
+    seconds to wait before retrying)."""
     obj = result.as_json()
+    error = obj.get("error")
+    if error_extra and isinstance(error, dict):
+        error.update(error_extra)
     if json_lines:
         obj = {"type": "result", **obj}
     out = out or _stdout()

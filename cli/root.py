@@ -159,6 +159,34 @@ def _register_ask(app: typer.Typer) -> None:
         no_log: Annotated[
             bool, typer.Option("--no-log", help="Do not append to the attempt log.")
         ] = False,
+        deployment: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--deployment",
+                "-d",
+                metavar="NAME",
+                help="Use only this deployment; repeatable (tried in the config's order).",
+                show_default=False,
+            ),
+        ] = None,
+        budget: Annotated[
+            float | None,
+            typer.Option(
+                "--budget",
+                metavar="SECONDS",
+                help="Seconds for the whole question (else policy.budget).",
+                show_default=False,
+            ),
+        ] = None,
+        timeout: Annotated[
+            float | None,
+            typer.Option(
+                "--timeout",
+                metavar="SECONDS",
+                help="Seconds for one attempt (else policy.timeout).",
+                show_default=False,
+            ),
+        ] = None,
         show_version: VersionOpt = False,
     ) -> None:
         """Ask a question (the default command)."""
@@ -180,6 +208,9 @@ def _register_ask(app: typer.Typer) -> None:
             debug=debug,
             log=log,
             no_log=no_log,
+            deployments=tuple(deployment or ()),
+            budget=budget,
+            timeout=timeout,
         )
 
         def show_help() -> None:

@@ -40,7 +40,7 @@ def run_stats(
     import json
 
     from cli import wiring
-    from gateway.attemptlog import resolve_log_path
+    from gateway.attemptlog import resolve_log_path, rotated_path
     from gateway.stats import compute_stats, fallback_alert, parse_window, read_log
 
     try:
@@ -58,6 +58,14 @@ def run_stats(
     path = resolve_log_path(log, os.environ, config.log)
     threshold = max_fallback_rate if max_fallback_rate is not None else config.max_fallback_rate
 
+    if log is not None and not path.exists() and not rotated_path(path).exists():
+        # Named on purpose: a typo must not read as "no questions". The default log not
+        # existing yet does mean that, so it is only said for --log.
+        raise wiring.CliError(
+            f"the attempt log {path} does not exist",
+            ExitCode.NOINPUT,
+            fix="check the path given to --log, or leave it out for the default log",
+        )
     now = time.time()
     try:
         read = read_log(path, since=now - window_s)
@@ -143,13 +151,17 @@ def register(app: typer.Typer) -> None:
     @app.command("stats")
     def stats(
         since: Annotated[
-            str, typer.Option("--since", help="The window: 90m, 24h, 7d (s, m, h, d, w).")
+            str,
+            typer.Option(
+                "--since", help="The window: 90m, 24h, 7d (s, m, h, d, w).", metavar="WINDOW"
+            ),
         ] = "24h",
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
         max_fallback_rate: Annotated[
             float | None,
             typer.Option(
                 "--max-fallback-rate",
+                metavar="SHARE",
                 help="Exit 4 when the fallback share is above this (0-1; "
                 "default: the config's max_fallback_rate).",
                 show_default=False,

@@ -224,7 +224,8 @@ class AttemptLog:
 
     def append(self, data: bytes) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Private like the state folder: the log says who asked what, and when.
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with self._rotation_lock() as locked:
                 # Unlocked, another process may be mid-rotation: skip ours this once.
                 if locked:

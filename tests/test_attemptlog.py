@@ -130,10 +130,15 @@ def test_text_only_when_enabled_and_only_once(tmp_path: Path) -> None:
     assert lines[-1]["question"] == QUESTION and lines[-1]["answer"] == ANSWER
 
 
-def test_file_is_private(tmp_path: Path) -> None:
+def test_file_and_the_folder_it_creates_are_private(tmp_path: Path) -> None:
     path = tmp_path / "logs" / "attempts.jsonl"
-    AttemptLog(path).record(fallback_result(), now=NOW, first="primary")
+    old = os.umask(0o022)  # a usual umask: 0700 must come from the code, not from it
+    try:
+        AttemptLog(path).record(fallback_result(), now=NOW, first="primary")
+    finally:
+        os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700  # as the state folder
 
 
 def test_rotates_before_exceeding_the_cap_and_keeps_one_generation(tmp_path: Path) -> None:

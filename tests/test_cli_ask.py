@@ -183,7 +183,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeEngine
 
     def build_engine(config: object, **kwargs: Any) -> FakeEngine:
         fake = holder.setdefault("fake", FakeEngine(result()))
-        fake.kwargs.update(kwargs)
+        fake.kwargs.update(kwargs, config=config)
         return fake
 
     monkeypatch.setattr(wiring, "build_engine", build_engine)
@@ -425,6 +425,33 @@ def test_all_cooling_down_says_retry_later(home: Path, engine: Any) -> None:
     assert "retry later" in out.stderr and "cooldowns" in out.stderr
 
 
+def test_exit_75_says_how_long_to_wait_in_json_and_on_stderr(
+    home: Path, engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from gateway.state.file import FileStore
+
+    (home / "support-ask.yaml").write_text(CONFIG.split("  - name: local")[0])
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    now = time.time()
+    store = FileStore(home / "state.json")
+    store.cool("primary", until=now + 600, kind=ErrorKind.RATE_LIMIT, now=now)
+    store.cool("fallback", until=now + 42, kind=ErrorKind.OVERLOADED, now=now)
+    engine(_failed(FailureKind.UNAVAILABLE))
+    out = run(["q", "-a", "kb", "--json"])
+    assert out.exit_code == 75
+    wait = json.loads(out.stdout)["error"]["retry_after_s"]
+    assert 40 < wait <= 42  # the first deployment back, not the last
+    assert "retry in 4" in out.stderr  # 41s or 42s
+
+
+def test_retry_after_is_only_in_the_json_of_exit_75(home: Path, engine: Any) -> None:
+    engine(EXHAUSTED)
+    assert "retry_after_s" not in json.loads(run(["q", "-a", "kb", "--json"]).stdout)["error"]
+
+
 def test_an_internal_error_is_exit_1_without_a_traceback(home: Path, engine: Any) -> None:
     engine(boom=RuntimeError("unexpected state"))
     out = run(["q", "-a", "kb"])
@@ -550,6 +577,49 @@ def test_articles_and_product_reach_the_request(home: Path, engine: Any) -> None
     assert "Open Settings, then Reset password." in request.system
     run(["q", "-a", "kb"])
     assert "Acme Cloud" in fake.requests[1].system
+
+
+def test_deployment_flag_uses_only_those_in_config_order(home: Path, engine: Any) -> None:
+    fake = engine()
+    assert run(["q", "-a", "kb", "-d", "local", "-d", "primary"]).exit_code == 0
+    config = fake.kwargs["config"]
+    assert [d.name for d in config.deployments] == ["primary", "local"]
+    assert config.long_context is None
+
+
+def test_an_unknown_deployment_flag_is_a_usage_error_with_a_suggestion(
+    home: Path, engine: Any
+) -> None:
+    fake = engine()
+    out = run(["q", "-a", "kb", "-d", "fallbak", "--json"])
+    assert out.exit_code == 2
+    assert "no deployment named 'fallbak'" in out.stderr
+    assert "did you mean 'fallback'?" in out.stderr
+    assert fake.requests == []
+
+
+def test_budget_and_timeout_flags_bind_every_deployment(home: Path, engine: Any) -> None:
+    (home / "support-ask.yaml").write_text(
+        CONFIG.replace(
+            "    base_url: http://127.0.0.1:9\n",
+            "    base_url: http://127.0.0.1:9\n    policy: {timeout: 50, budget: 60}\n",
+        )
+    )
+    fake = engine()
+    assert run(["q", "-a", "kb", "--budget", "4.5", "--timeout", "2"]).exit_code == 0
+    config = fake.kwargs["config"]
+    policies = [config.policy, *(d.policy for d in config.deployments)]
+    assert [(p.budget, p.timeout) for p in policies] == [(4.5, 2.0)] * 4
+    assert config.deployments[1].policy.retries == config.policy.retries
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+def test_a_budget_that_is_not_seconds_is_a_usage_error(home: Path, engine: Any, value: str) -> None:
+    fake = engine()
+    out = run(["q", "-a", "kb", "--budget", value])
+    assert out.exit_code == 2
+    assert "--budget" in out.stderr or "budget" in out.stderr.lower()
+    assert fake.requests == []
 
 
 def test_state_flag_is_the_store_the_engine_gets(home: Path, engine: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -293,6 +294,96 @@ def test_config_check_on_the_bundled_default(home: Path) -> None:
     assert "config: <bundled default>" in out.stdout
     assert "no config file found; searched" in out.stdout
     assert "long_context: long: gemini" in out.stdout
+
+
+def test_config_check_json_shows_the_resolved_config_and_no_key(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    out = run(["config", "check", "--json"])
+    assert out.exit_code == 0
+    obj = json.loads(out.stdout)
+    assert obj["valid"] is True and obj["problems"] == []
+    assert obj["config"] == str(home / "support-ask.yaml")
+    first, second, third = obj["deployments"]
+    assert (first["name"], first["api_key_env"], first["key_set"]) == (
+        "primary",
+        "OPENAI_API_KEY",
+        True,
+    )
+    assert (second["key_set"], second["callable"], second["policy"]["retries"]) == (
+        False,
+        False,
+        1,
+    )
+    assert third["provider"] == "local" and third["callable"] is True
+    assert obj["policy"]["budget"] == 30 and obj["long_context"] is None
+    assert obj["state"] == str(home / "state.json")
+    assert SECRET not in out.stdout + out.stderr
+
+
+def test_config_check_json_lists_every_problem(home: Path) -> None:
+    bad = CONFIG.replace("product: Acme Cloud", "prodct: Acme").replace(
+        "    context_window: 200000\n", "    context_window: -5\n"
+    )
+    (home / "support-ask.yaml").write_text(bad)
+    out = run(["config", "check", "--json"])
+    assert out.exit_code == 78
+    obj = json.loads(out.stdout)
+    assert obj["valid"] is False
+    assert [(p["line"], p["key"]) for p in obj["problems"]] == [
+        (1, "prodct"),
+        (20, "deployments[1].context_window"),
+    ]
+    assert out.stderr.count("error: ") == 2  # and each on stderr, with its line
+
+
+def test_config_init_writes_the_commented_sample_and_never_overwrites(home: Path) -> None:
+    sample = (Path(__file__).parent.parent / "sample-config.yaml").read_text()
+    target = home / "new" / "support-ask.yaml"
+    out = run(["config", "init", str(target)])
+    assert out.exit_code == 0, out.stderr
+    assert target.read_text() == sample
+    assert f"config check --config {target}" in out.stderr
+    target.write_text("product: mine\n")
+    again = run(["config", "init", str(target)])
+    assert again.exit_code == 73
+    assert "already exists" in again.stderr and "--force" in again.stderr
+    assert target.read_text() == "product: mine\n"
+    assert run(["config", "init", str(target), "--force"]).exit_code == 0
+    assert target.read_text() == sample
+    printed = run(["config", "init", "-"])
+    assert printed.stdout == sample
+
+
+def test_config_init_defaults_to_the_user_config_dir_where_it_is_found(home: Path) -> None:
+    from gateway.config import user_config_file
+
+    (home / "support-ask.yaml").unlink()
+    assert run(["config", "init"]).exit_code == 0
+    assert user_config_file().is_file()
+    assert f"config: {user_config_file()}" in run(["config", "check"]).stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["ask"],
+        ["simulate"],
+        ["cooldowns"],
+        ["cooldowns", "reset"],
+        ["config", "init"],
+        ["config", "check"],
+        ["stats"],
+        ["eval"],
+    ],
+)
+def test_help_names_values_as_a_user_reads_them(home: Path, command: list[str]) -> None:
+    out = run([*command, "--help"])
+    assert out.exit_code == 0
+    # Not Typer's Python types (`<list[str]>`, `<bool>`) nor a braced `{questions}`.
+    assert not re.findall(r"<[\w\[\], ]+>|\{\w+\}", out.stdout), out.stdout
 
 
 def test_help_lists_every_command(home: Path) -> None:

@@ -238,7 +238,8 @@ def _typer_ask_options() -> dict[str, tuple[tuple[str, ...], str]]:
 def test_fast_path_knows_exactly_the_ask_options() -> None:
     from cli.fastpath import ASK_OPTIONS
 
-    names = {"json_out": "json"}  # the Typer parameter avoids shadowing the json module
+    # The Typer parameters avoid shadowing the json module and read as one flag's value.
+    names = {"json_out": "json", "deployment": "deployments"}
     typer_side = {names.get(k, k): v for k, v in _typer_ask_options().items()}
     fast_side = {name: (tuple(sorted(f)), k.value) for name, (f, k, _) in ASK_OPTIONS.items()}
     assert fast_side == typer_side
@@ -255,6 +256,7 @@ def test_fast_path_knows_exactly_the_ask_options() -> None:
         ["q", "--log", "l.jsonl", "--no-log", "--", "--not-an-option"],
         ["-", "-a", "kb"],
         ["billing"],
+        ["q", "-d", "fallback", "--deployment=local", "--budget", "2.5", "--timeout=1"],
     ],
 )
 def test_fast_path_parses_as_typer_does(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -281,6 +283,7 @@ def test_fast_path_parses_as_typer_does(args: list[str], monkeypatch: pytest.Mon
         ["q", "-a"],
         ["-a=kb", "q"],
         ["--json=yes", "q"],
+        ["q", "--budget", "soon"],
         [],
     ],
 )

@@ -190,10 +190,14 @@ def test_stats_usage_errors(tmp_path: Path, args: tuple[str, ...], message: str)
     assert code == 2 and message in err
 
 
-def test_stats_with_no_log_yet_and_with_an_unreadable_one(tmp_path: Path) -> None:
+def test_stats_with_no_log_yet_a_missing_one_and_an_unreadable_one(tmp_path: Path) -> None:
     config = str(write_config(tmp_path))
-    code, out, _ = run("stats", "--log", str(tmp_path / "none.jsonl"), "-c", config)
+    code, out, _ = run("stats", "-c", config)  # the default log: nobody has asked yet
     assert code == 0 and "no questions in the last 24h" in out
+    missing = tmp_path / "none.jsonl"
+    code, out, err = run("stats", "--log", str(missing), "-c", config)
+    assert code == 66 and out == ""  # a mistyped --log is not "no questions"
+    assert f"the attempt log {missing} does not exist" in err
     code, _, err = run("stats", "--log", str(tmp_path), "-c", config)
     assert code == 66 and "cannot read the attempt log" in err
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         STATE_ENV,
         find_config,
         resolve_state_path,
+        user_config_file,
     )
     from gateway.config.load import default_config_text, load_config, load_default_config
     from gateway.config.validate import load_config_text
@@ -50,6 +51,7 @@ __all__ = [
     "load_config_text",
     "load_default_config",
     "resolve_state_path",
+    "user_config_file",
 ]
 
 # Name -> the module that defines it, for every name not imported above. The key tables are
@@ -60,6 +62,7 @@ _LAZY = {
     "STATE_ENV": "find",
     "find_config": "find",
     "resolve_state_path": "find",
+    "user_config_file": "find",
     "default_config_text": "load",
     "load_config": "load",
     "load_default_config": "load",

@@ -45,10 +45,15 @@ def find_config(flag: Path | None, environ: Mapping[str, str], cwd: Path) -> Pat
     local = cwd / "support-ask.yaml"
     if local.is_file():
         return local
+    user = user_config_file()
+    return user if user.is_file() else None
+
+
+def user_config_file() -> Path:
+    """The config in the platformdirs user config dir: the last place searched."""
     import platformdirs
 
-    user = Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.yaml"
-    return user if user.is_file() else None
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.yaml"
 
 
 def resolve_state_path(flag: Path | None, environ: Mapping[str, str], config: Config) -> Path:
