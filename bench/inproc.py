@@ -248,7 +248,7 @@ class _InMemoryProvider:
     def __init__(self, reply: Any) -> None:
         self.reply = reply
 
-    def complete(self, request: Any, *, timeout: float, on_text: Any = None) -> Any:
+    def complete(self, request: Any, *, timeout: float, on_text: Any = None, **_: Any) -> Any:
         return self.reply
 
 

@@ -156,7 +156,9 @@ def build_engine(
     scrubbing = redactor if redactor is not None else redactor_for(config, env)
 
     def providers(deployment: Deployment, key: Secret | None) -> Provider:
-        adapter = build_provider(deployment, key, transport=transport)
+        # The adapters time their deadlines on the engine's clock: virtual time in
+        # `simulate` trips them exactly where real time would.
+        adapter = build_provider(deployment, key, transport=transport, clock=clock)
         return RedactingProvider(adapter, scrubbing) if scrubbing else adapter
 
     return Engine(

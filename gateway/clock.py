@@ -49,6 +49,10 @@ class VirtualClock:
         if seconds > 0:
             self._mono += seconds
 
+    def advance_to(self, when: float) -> None:
+        """Move to exactly `when` (never back): a deadline reached is reached to the bit."""
+        self._mono = max(self._mono, when)
+
 
 class FixedRandom:
     """A random source that always answers the same value: jitter made predictable."""

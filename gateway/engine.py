@@ -192,6 +192,8 @@ class _Question:
         self.verdicts: dict[str, _Verdict] = {}
         tokens, self.tokens_exact = self._input_tokens(exact_tokens)
         self.plan = plan_route(self.config, tokens)
+        self.queue = list(self.plan.candidates)  # the deployments not taken up yet
+        self.cooling: Mapping[str, Cooldown] = {}  # read from the store when the loop starts
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -214,20 +216,21 @@ class _Question:
 
     def run(self) -> Result:
         """One loop: take the next deployment, call it, and act on how the call ended."""
-        cooling = self.seams.store.active(
+        self.cooling = self.seams.store.active(
             self.clock.wall(),
             {d.name: self.seams.key_for(d)[0] for d in self.config.all_deployments()},
         )
-        queue = list(self.plan.candidates)
+        queue = self.queue
         turn: _Turn | None = None
         while True:
             if turn is None:
                 if not queue:
                     return self._failed()
                 d = queue.pop(0)
-                skipped = self._skip_reason(d, cooling)
-                if skipped is not None:
-                    self.verdicts[d.name] = skipped
+                barrier = self._barrier(d)
+                if barrier is not None:
+                    self._record_skip(d, barrier.last_error)
+                    self.verdicts[d.name] = barrier
                 else:
                     turn = self._begin(d)
                 continue
@@ -257,8 +260,10 @@ class _Question:
             )
             if overflow:
                 queue, dropped = after_overflow(self.config, d, queue, self.verdicts)
+                self.queue = queue
                 for other, why in dropped:
-                    self.verdicts[other.name] = self._skip(other, why, too_small=True)
+                    self._record_skip(other, why)
+                    self.verdicts[other.name] = _Verdict(why, too_small=True)
             turn = None
 
     def _begin(self, d: Deployment) -> _Turn:
@@ -282,6 +287,9 @@ class _Question:
             assert self.on_text is not None
             self.on_text(text)
 
+        # The last deployment that can still be tried is never cut off for a slow start:
+        # there is nothing faster to move on to.
+        alternatives = any(self._barrier(other) is None for other in self.queue)
         started = self.clock.monotonic()
         partial = ""
         result: Reply | Failure
@@ -290,6 +298,8 @@ class _Question:
                 self._request_for(d),
                 timeout=min(d.policy.timeout, self._left(turn, started)),
                 on_text=sink if self.on_text is not None else None,
+                first_token=d.policy.first_token_timeout if alternatives else None,
+                stall=d.policy.stall_timeout,
             )
         except ProviderError as exc:
             result, partial = exc.failure, exc.partial
@@ -304,38 +314,30 @@ class _Question:
             now=now,
             draw=self.seams.rng.random,
             took=now - started,
+            alternatives=alternatives,
         )
         return ending, now - started
 
-    def _skip_reason(self, d: Deployment, cooling: Mapping[str, Cooldown]) -> _Verdict | None:
+    def _barrier(self, d: Deployment) -> _Verdict | None:
+        """Why `d` cannot be called now (None: it can). Records nothing."""
         shortfall = window_shortfall(self.config, self.plan.input_tokens, d)
         if shortfall is not None:
-            return self._skip(d, shortfall, too_small=True)
+            return _Verdict(shortfall, too_small=True)
         _, missing = self.seams.key_for(d)
         if missing is not None:
-            return self._skip(d, missing, unconfigured=True)
-        cooldown = cooling.get(d.name)
+            return _Verdict(missing, unconfigured=True)
+        cooldown = self.cooling.get(d.name)
         if cooldown is not None:
             left = cooldown.until - self.clock.wall()
-            why = f"cooling down for {left:.0f} s after {cooldown.kind}"
-            return self._skip(d, why, transient=True)
+            return _Verdict(f"cooling down for {left:.0f} s after {cooldown.kind}", transient=True)
         # An offline deployment answers in milliseconds, inside the budget's margin: with
         # the budget spent it is still the customer's best chance of an answer.
         if self.budget.left(self.clock.monotonic()) <= 0 and not d.provider.offline:
-            return self._skip(d, "no time left in the budget", transient=True)
+            return _Verdict("no time left in the budget", transient=True)
         return None
 
-    def _skip(
-        self,
-        d: Deployment,
-        why: str,
-        *,
-        transient: bool = False,
-        unconfigured: bool = False,
-        too_small: bool = False,
-    ) -> _Verdict:
+    def _record_skip(self, d: Deployment, why: str) -> None:
         self._record(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))
-        return _Verdict(why, transient=transient, unconfigured=unconfigured, too_small=too_small)
 
     # -- endings --------------------------------------------------------------------------
 

@@ -74,6 +74,14 @@ class ProviderKind(StrEnum):
         return self is ProviderKind.LOCAL
 
 
+class Timer(StrEnum):
+    """Which of an attempt's deadlines ran out."""
+
+    ATTEMPT = "attempt"  # policy.timeout, capped by what is left of the budget
+    FIRST_TOKEN = "first_token"  # policy.first_token_timeout: no text (or no response) yet
+    STALL = "stall"  # policy.stall_timeout: silence between two chunks of a flowing reply
+
+
 @dataclass(frozen=True)
 class Failure:
     """One classified failure: the output of `gateway.errors`.
@@ -82,6 +90,8 @@ class Failure:
     or None when the server named none. `detail` is a short human sentence; it never holds
     a secret. `code` is the provider's machine name for the error (its code, type or
     canonical status, e.g. `insufficient_quota`): what classifies it, never free text.
+    `timer` names the deadline that ran out (None: not a deadline); `silent` is
+    set when not even a response's status line and headers arrived before it failed.
     """
 
     kind: ErrorKind
@@ -90,6 +100,8 @@ class Failure:
     status: int | None = None
     retry_after: float | None = None
     code: str | None = None
+    timer: Timer | None = None
+    silent: bool = False
 
 
 class ProviderError(Exception):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from gateway.backoff import Budget, backoff_delay
 from gateway.config import Config, Deployment, Policy
 from gateway.errors import cools_down
-from gateway.model import Decision, ErrorKind, Failure, Outcome, Reply, Route
+from gateway.model import Decision, ErrorKind, Failure, Outcome, Reply, Route, Timer
 
 
 @dataclass(frozen=True)
@@ -62,18 +62,37 @@ def next_step(
     now: float,
     rand: float,
     took: float = 0.0,
+    alternatives: bool = False,
 ) -> Step:
     """Decide what follows a failure on one deployment.
 
     `took` is how long the failed attempt ran. A retry is only worth taking if it can run at
     least that long: a deployment that just needed 20 s to time out will not answer in the
     9 s left, and those 9 s serve the customer better on the next deployment.
+    `alternatives` says whether another deployment can still be tried after this one.
     """
     if failure.decision is Decision.FATAL:
         return Step(Outcome.FATAL)
     if failure.decision is Decision.FAIL_OVER:
         return Step(Outcome.FAIL_OVER, cooldown=_cooldown_for(failure, policy))
     transient = failure.kind in TRANSIENT_KINDS
+    if failure.kind is ErrorKind.TIMEOUT and alternatives:
+        # Slow or silent right now: a second try would most likely cost the customer the
+        # same wait again, while the next deployment may answer at once.
+        if failure.timer is Timer.FIRST_TOKEN:
+            return Step(
+                Outcome.FAIL_OVER,
+                cooldown=_cooldown_for(failure, policy),
+                transient=transient,
+                note="too slow to start: not retried in place",
+            )
+        if failure.silent:
+            return Step(
+                Outcome.FAIL_OVER,
+                cooldown=_cooldown_for(failure, policy),
+                transient=transient,
+                note="no response at all: not retried in place",
+            )
     if retries_done >= policy.retries:
         return Step(
             Outcome.FAIL_OVER,
@@ -170,6 +189,7 @@ def judge(
     now: float,
     draw: Callable[[], float],
     took: float = 0.0,
+    alternatives: bool = False,
 ) -> Ending:
     """What one attempt's reply or failure means for the question.
 
@@ -191,6 +211,7 @@ def judge(
         now=now,
         rand=draw(),
         took=took,
+        alternatives=alternatives,
     )
     if step.outcome is Outcome.FATAL:
         if result.kind is ErrorKind.REFUSAL:

@@ -110,12 +110,20 @@ class RedactingProvider:
         return f"RedactingProvider({self._inner!r})"
 
     def complete(
-        self, request: Request, *, timeout: float, on_text: TextSink | None = None
+        self,
+        request: Request,
+        *,
+        timeout: float,
+        on_text: TextSink | None = None,
+        first_token: float | None = None,
+        stall: float | None = None,
     ) -> Reply:
         scrub = self._redactor.scrub
         stream = None if on_text is None else StreamScrubber(self._redactor, on_text)
         try:
-            reply = self._inner.complete(request, timeout=timeout, on_text=stream)
+            reply = self._inner.complete(
+                request, timeout=timeout, on_text=stream, first_token=first_token, stall=stall
+            )
         except ProviderError as err:
             if stream is not None:
                 stream.flush()  # the user sees what arrived, as without redaction

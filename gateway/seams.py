@@ -18,12 +18,20 @@ class Provider(Protocol):
 
     `timeout` bounds the whole call (connect to last byte), already capped by what is left
     of the question's budget. With `on_text`, the call streams and hands each text delta to
-    it as it arrives; without, it does not stream. Every failure is raised as
-    `gateway.model.ProviderError`; nothing else escapes.
+    it as it arrives; without, it does not stream. `first_token` (None: no such limit)
+    bounds the wait for the first text of a stream, or for a whole reply's response;
+    `stall` the silence between two chunks once the reply flows. Every failure is raised
+    as `gateway.model.ProviderError` (a deadline's names its `Timer`); nothing else escapes.
     """
 
     def complete(
-        self, request: Request, *, timeout: float, on_text: TextSink | None = None
+        self,
+        request: Request,
+        *,
+        timeout: float,
+        on_text: TextSink | None = None,
+        first_token: float | None = None,
+        stall: float | None = None,
     ) -> Reply: ...
 
 

@@ -42,6 +42,8 @@ class ScriptedProvider:
     takes: float = 0.0  # virtual seconds each call lasts (capped by its timeout)
     requests: list[Request] = field(default_factory=list)
     timeouts: list[float] = field(default_factory=list)
+    first_tokens: list[float | None] = field(default_factory=list)
+    stalls: list[float | None] = field(default_factory=list)
     keys: list[Secret | None] = field(default_factory=list)
 
     @property
@@ -49,10 +51,18 @@ class ScriptedProvider:
         return len(self.requests)
 
     def complete(
-        self, request: Request, *, timeout: float, on_text: TextSink | None = None
+        self,
+        request: Request,
+        *,
+        timeout: float,
+        on_text: TextSink | None = None,
+        first_token: float | None = None,
+        stall: float | None = None,
     ) -> Reply:
         self.requests.append(request)
         self.timeouts.append(timeout)
+        self.first_tokens.append(first_token)
+        self.stalls.append(stall)
         step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
         if self.clock is not None:
             self.clock.advance(min(self.takes, timeout))

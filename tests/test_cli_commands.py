@@ -111,6 +111,30 @@ def test_simulate_stream_cut_keeps_the_text_and_exits_69(home: Path) -> None:
     assert "stopped" in out.stderr
 
 
+@pytest.mark.parametrize("stream", [[], ["--stream"]], ids=["whole", "stream"])
+def test_simulate_slow_first_token_fails_over_at_the_deadline(
+    home: Path, stream: list[str]
+) -> None:
+    out = run(["simulate", "-f", "primary=slow:12s", "--json", "-q", "-a", "kb", *stream])
+    assert out.exit_code == 0
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["deployment"] == "fallback"
+    first = result["attempts"][0]
+    assert (first["deployment"], first["decision"], first["elapsed_s"]) == (
+        "primary",
+        "fail_over",
+        10.0,
+    )
+    assert "first_token_timeout (10 s)" in first["detail"]
+
+
+def test_simulate_stall_after_text_stops_at_the_stall_deadline(home: Path) -> None:
+    out = run(["simulate", "-f", "primary=stall:2", "--stream", "-a", "kb"])
+    assert out.exit_code == 69
+    assert out.stdout.startswith("[primary]")
+    assert "stopped" in out.stderr and "stall_timeout (5 s)" in out.stderr
+
+
 def test_simulate_works_with_real_keys_set_and_never_shows_them(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

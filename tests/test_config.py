@@ -125,6 +125,29 @@ BAD = {
         "policy.timeout",
         "greater than 0",
     ),
+    "zero stall_timeout": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            policy:
+              stall_timeout: 0   #!
+        """,
+        "deployments[0].policy.stall_timeout",
+        "greater than 0",
+    ),
+    "negative first_token_timeout": (
+        """
+        product: X
+        policy:
+          first_token_timeout: -2   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.first_token_timeout",
+        "greater than 0",
+    ),
     "infinite budget": (
         """
         product: X
@@ -930,7 +953,7 @@ def test_per_deployment_policy_merges_field_by_field_over_the_top_level(tmp_path
           - name: fast
             provider: local
             context_window: 10
-            policy: {retries: 0, cooldown: 5}
+            policy: {retries: 0, cooldown: 5, first_token_timeout: 2.5, stall_timeout: 1}
           - name: plain
             provider: local
             context_window: 10
@@ -946,7 +969,9 @@ def test_per_deployment_policy_merges_field_by_field_over_the_top_level(tmp_path
     top = Policy(retries=3, timeout=10)
     assert config.policy == top
     fast, plain = config.deployments
-    assert fast.policy == Policy(retries=0, cooldown=5, timeout=10)
+    assert fast.policy == Policy(
+        retries=0, cooldown=5, timeout=10, first_token_timeout=2.5, stall_timeout=1
+    )
     assert plain.policy == top
     assert config.long_context is not None
     assert config.long_context.policy == Policy(retries=3, timeout=10, budget=90)
@@ -1076,7 +1101,8 @@ def test_the_sample_shows_every_key() -> None:
     text = SAMPLE.read_text()
     for key in (
         "product:", "prompt:", "max_output_tokens:", "policy:", "retries:", "backoff_base:",
-        "backoff_max:", "cooldown:", "budget:", "timeout:", "deployments:", "long_context:",
+        "backoff_max:", "cooldown:", "budget:", "timeout:", "first_token_timeout:",
+        "stall_timeout:", "deployments:", "long_context:",
         "state:", "path:", "log:", "enabled:", "include_text:", "max_bytes:",
         "max_fallback_rate:", "quota_cooldown:", "max_cooldown:", "name:", "provider:",
         "model:", "api_key_env:", "base_url:", "api_version:", "context_window:", "headers:",

@@ -19,6 +19,7 @@ from gateway.model import (
     Request,
     Route,
     Status,
+    Timer,
 )
 from gateway.state.memory import MemoryStore
 from tests.fakes import ScriptedFactory, ScriptedProvider, Stream, answer, failure
@@ -250,6 +251,66 @@ def test_the_offline_deployment_still_answers_when_the_budget_is_spent():
     result = h.ask()
     assert result.answer == "offline"
     assert result.deployment == "local"
+
+
+# -- first-token and stall deadlines -----------------------------------------------------------
+
+
+def test_every_deployment_but_the_last_that_can_be_tried_gets_the_first_token_deadline():
+    # fallback cannot be tried (its key is not set): primary is the last one, so it gets
+    # the whole attempt however slowly it starts.
+    h = Harness({"primary": [answer("ok")], "fallback": []}, environ={"OPENAI_API_KEY": "k"})
+    h.ask()
+    assert h.providers["primary"].first_tokens == [None]
+    h = Harness({"primary": [failure(ErrorKind.SERVER), answer("ok")], "fallback": []})
+    h.ask()
+    assert h.providers["primary"].first_tokens == [10.0, 10.0]
+    assert h.providers["primary"].stalls == [5.0, 5.0]
+
+
+def test_a_slow_first_token_fails_over_at_once_and_cools_the_slow_deployment():
+    slow = replace(failure(ErrorKind.TIMEOUT, detail="no text in 10 s"), timer=Timer.FIRST_TOKEN)
+    h = Harness({"primary": [slow, answer("not asked again")], "fallback": [answer("quick")]})
+    result = h.ask()
+    assert result.answer == "quick"
+    assert h.calls("primary") == 1, "a slow start is not retried in place"
+    assert decisions(result) == [("primary", "fail_over"), ("fallback", "answered")]
+    assert "not retried in place" in result.attempts[0].detail
+    assert [c.deployment for c in h.store.entries()] == ["primary"]
+    assert h.providers["fallback"].first_tokens == [None], "the last one is never cut off"
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["another-left", "last-left"])
+def test_a_silent_timeout_fails_over_unless_nothing_else_can_be_tried(last: bool):
+    silent = replace(failure(ErrorKind.TIMEOUT), silent=True)
+    environ = {"OPENAI_API_KEY": "k"} if last else None
+    h = Harness(
+        {"primary": [silent, answer("second try")], "fallback": [answer("fallback")]},
+        environ=environ,
+    )
+    result = h.ask()
+    if last:
+        assert (h.calls("primary"), result.answer) == (2, "second try")
+    else:
+        assert (h.calls("primary"), result.answer) == (1, "fallback")
+        assert "no response at all" in result.attempts[0].detail
+
+
+def test_a_timeout_after_a_response_began_is_still_retried_in_place():
+    h = Harness({"primary": [failure(ErrorKind.TIMEOUT), answer("ok")], "fallback": []})
+    assert h.ask().answer == "ok"
+    assert h.calls("primary") == 2
+
+
+def test_a_stall_after_text_stops_the_question_at_once_with_the_text_kept():
+    stalled = replace(failure(ErrorKind.TIMEOUT), timer=Timer.STALL)
+    written: list[str] = []
+    h = Harness({"primary": [Stream(("Open ", "Settings"), then=stalled)], "fallback": []})
+    result = h.ask(on_text=written.append)
+    assert result.status is Status.FAILED and result.incomplete
+    assert result.answer == "Open Settings" == "".join(written)
+    assert decisions(result) == [("primary", "stopped")]
+    assert h.calls("fallback") == 0
 
 
 # -- fail over, fatal, refusal -----------------------------------------------------------------

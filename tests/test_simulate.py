@@ -15,7 +15,7 @@ import pytest
 
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
-from gateway.model import Article, ErrorKind, ProviderError, ProviderKind, Request
+from gateway.model import Article, ErrorKind, ProviderError, ProviderKind, Request, Timer
 from gateway.providers import local
 from gateway.seams import Provider
 from gateway.secret import Secret
@@ -73,6 +73,10 @@ BY_KIND = {d.provider: d for d in HTTP}
         ("primary=cut5", Step(FaultKind.CUT, tokens=5)),
         ("primary=cut:0x2", Step(FaultKind.CUT, 2, tokens=0)),
         (" primary = TIMEOUTx2 ", Step(FaultKind.TIMEOUT, 2)),
+        ("primary=slow:12s", Step(FaultKind.SLOW, delay=12.0)),
+        ("primary=slow:800msx2", Step(FaultKind.SLOW, 2, delay=0.8)),
+        ("primary=stall:3", Step(FaultKind.STALL, tokens=3)),
+        ("primary=stall0x1", Step(FaultKind.STALL, 1, tokens=0)),
     ],
 )
 def test_every_form_of_spec_parses(text: str, step: Step) -> None:
@@ -117,6 +121,9 @@ def test_a_bare_spec_applies_to_every_call() -> None:
         ("primary=timout", "unknown fault 'timout' (did you mean 'timeout'?)"),
         ("primary=banana", "unknown fault 'banana'"),
         ("primary=cut", "'cut' needs the number of deltas before the cut"),
+        ("primary=stall", "'stall' needs the number of deltas before the stall"),
+        ("primary=slow", "'slow' needs how long the first token takes, e.g. slow:12s"),
+        ("primary=slow:12", "'slow:12': '12' is not a duration"),
         ("primary=503,429", "'503' applies to every call, so '429' after it would never happen"),
     ],
 )
@@ -973,6 +980,65 @@ def test_adapter_times_out_in_virtual_time(d: Deployment) -> None:
         provider.complete(ASK, timeout=12)
     assert caught.value.failure.kind is ErrorKind.TIMEOUT
     assert clock.monotonic() == 12
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_slow_first_token_meets_the_first_token_deadline_exactly(
+    d: Deployment, stream: bool
+) -> None:
+    provider, _, clock = adapter(d, spec(d, "slow:12sx1"))
+    shown: list[str] = []
+    on_text = shown.append if stream else None
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ASK, timeout=20, on_text=on_text, first_token=10, stall=5)
+    assert caught.value.failure.timer is Timer.FIRST_TOKEN
+    assert clock.monotonic() == 10, "given up at the deadline, not when the token came"
+    assert shown == []
+    # the last deployment left is never cut off: it waits the 12 s and answers
+    reply = provider.complete(ASK, timeout=20, on_text=on_text, stall=5)
+    assert reply.text == answer_text(d.name, QUESTION)
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+def test_a_slow_first_token_inside_the_deadline_is_just_slow(d: Deployment) -> None:
+    provider, _, clock = adapter(d, spec(d, "slow:3s"))
+    reply = provider.complete(ASK, timeout=20, on_text=lambda _: None, first_token=10, stall=5)
+    assert reply.text == answer_text(d.name, QUESTION)
+    assert clock.monotonic() == 3
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+def test_a_stall_after_text_ends_at_the_stall_deadline(d: Deployment) -> None:
+    provider, _, clock = adapter(d, spec(d, "stall:3"))
+    shown: list[str] = []
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ASK, timeout=20, on_text=shown.append, first_token=10, stall=5)
+    assert caught.value.failure.timer is Timer.STALL
+    assert clock.monotonic() == 5
+    assert len(shown) == 3 and caught.value.partial == "".join(shown)
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+def test_a_whole_reply_that_stalls_after_its_headers_is_a_stall_with_nothing_shown(
+    d: Deployment,
+) -> None:
+    provider, _, clock = adapter(d, spec(d, "stall:0"))
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ASK, timeout=20, first_token=10, stall=5)
+    assert caught.value.failure.timer is Timer.STALL
+    assert not caught.value.failure.silent
+    assert clock.monotonic() == 5
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+def test_a_silent_server_is_given_up_on_at_the_first_deadline_due(d: Deployment) -> None:
+    provider, _, clock = adapter(d, spec(d, "timeout"))
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ASK, timeout=20, first_token=10, stall=5)
+    assert caught.value.failure.timer is Timer.FIRST_TOKEN
+    assert caught.value.failure.silent
+    assert clock.monotonic() == 10
 
 
 # --------------------------------------------------------------------------- realistic answers

@@ -30,6 +30,10 @@ class Policy:
     timeout: float = 20.0  # seconds for one attempt, capped by what is left of the budget
     quota_cooldown: float = 3600.0  # seconds for billing/quota failures with no reset named
     max_cooldown: float = 3600.0  # no cooldown lasts longer, whatever a server asks for
+    # Seconds to the first text of a stream (the response of a whole reply) before the
+    # attempt is abandoned for the next deployment; never applied to the last one left.
+    first_token_timeout: float = 10.0
+    stall_timeout: float = 5.0  # the longest silence between two chunks of a flowing reply
 
 
 @dataclass(frozen=True)

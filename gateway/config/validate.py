@@ -47,6 +47,8 @@ _TOP_KEYS = (
     "max_fallback_rate",
 )
 _POLICY_KEYS = tuple(f.name for f in fields(Policy))
+# A zero here could never make a call (or hear a first token); zero waits are fine.
+_NONZERO_TIMES = frozenset({"budget", "timeout", "first_token_timeout", "stall_timeout"})
 _DEPLOYMENT_KEYS = (
     "name",
     "provider",
@@ -515,13 +517,15 @@ class _Reader:
             "timeout": base.timeout,
             "quota_cooldown": base.quota_cooldown,
             "max_cooldown": base.max_cooldown,
+            "first_token_timeout": base.first_token_timeout,
+            "stall_timeout": base.stall_timeout,
         }
         for key, (_, value) in entries.items():
             key_path = _join(path, key)
             if key == "retries":
                 retries = self.gather(retries, partial(self.integer, value, key_path, minimum=0))
-            else:  # a zero budget or timeout could never make a call; zero waits are fine
-                zero_ok = key not in ("budget", "timeout")
+            else:
+                zero_ok = key not in _NONZERO_TIMES
                 times[key] = self.gather(
                     times[key],
                     partial(self.number, value, key_path, minimum=0.0, above=not zero_ok),

@@ -1,9 +1,9 @@
-"""The whole-attempt deadline, enforced on the socket.
+"""An attempt's deadlines (the whole attempt, the first token, a stall), enforced on the socket.
 
 httpx's timeouts bound each socket operation, not the call, so a server trickling one
-byte a second would never trip them. The client checks the deadline between chunks on
+byte a second would never trip them. The client checks the deadlines between chunks on
 the injected `Clock`; the watchdog here shuts the socket down when a read is still
-blocked in the kernel at the deadline (closing a socket from another thread does not
+blocked in the kernel at a deadline (closing a socket from another thread does not
 wake a blocked read; shutting it down does).
 """
 
@@ -16,6 +16,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+
+from gateway.model import Timer
 
 
 class Alarm:
@@ -93,15 +95,143 @@ def arm(delay: float, action: Callable[[], None]) -> Alarm:
 
 
 class Deadline:
-    """One attempt's end, on the injected clock; `expired` is set when the watchdog fired."""
+    """One attempt's deadlines, on the injected `Clock` and in real time.
 
-    __slots__ = ("at", "expired", "stream", "timeout")
+    - the whole attempt: `timeout` seconds from the start;
+    - the first token (`first_token` seconds, or None): for a stream its first text, for a
+      whole reply its response headers; met by `arrived`;
+    - a stall (`stall` seconds, or None): the longest silence between two chunks once the
+      reply flows (from `arrived` on).
 
-    def __init__(self, at: float, timeout: float) -> None:
-        self.at = at
+    The client asks `passed` as each chunk comes (on the injected clock, so virtual time
+    trips them too) and reports each chunk with `tick`. `watch` hands the real-time side to
+    the watchdog: ONE alarm at the earliest moment a deadline could fall due, re-armed when
+    it fires early (the first token came, chunks kept flowing), so an attempt that ends
+    within `stall` seconds costs one heap push, however many deadlines it has. `expired`
+    names the deadline the watchdog fired.
+    """
+
+    __slots__ = (
+        "_alarm",
+        "_closed",
+        "_cut",
+        "_first_real",
+        "_last_real",
+        "_lock",
+        "_start_real",
+        "at",
+        "expired",
+        "first_at",
+        "first_is_headers",
+        "first_token",
+        "last",
+        "stall",
+        "stream",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        now: float,
+        timeout: float,
+        *,
+        first_token: float | None = None,
+        stall: float | None = None,
+        first_is_headers: bool = False,
+    ) -> None:
         self.timeout = timeout
-        self.expired = False
+        self.at = now + timeout
+        # A first-token deadline at or past the attempt's own end would never fire first.
+        if first_token is not None and first_token >= timeout:
+            first_token = None
+        self.first_token = first_token
+        self.first_at = None if self.first_token is None else now + self.first_token
+        self.first_is_headers = first_is_headers
+        self.stall = stall
+        self.last: float | None = None  # when the last chunk came, once the reply flows
+        self.expired: Timer | None = None
         self.stream: object = None  # the httpcore network stream, once connected
+        self._start_real = time.monotonic()
+        self._first_real: float | None = (
+            None if self.first_token is None else self._start_real + self.first_token
+        )
+        self._last_real: float | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._alarm: Alarm | None = None
+        self._cut: Callable[[], None] | None = None
+
+    # -- the injected clock -------------------------------------------------------------------
+
+    def passed(self, now: float) -> Timer | None:
+        """The deadline that had run out by `now` (the earliest, if several), or None."""
+        when, timer = self._due(self.at, self.first_at, self.last)
+        return None if when > now else timer
+
+    def give_up_at(self) -> float:
+        """When, on the injected clock, the client gives up if nothing more arrives."""
+        return self._due(self.at, self.first_at, self.last)[0]
+
+    def arrived(self, now: float) -> None:
+        """The first token (or, for a whole reply, the headers) came: the reply flows."""
+        self.first_at = None
+        self._first_real = None
+        self.last = now
+        self._last_real = time.monotonic()
+
+    def tick(self, now: float) -> None:
+        """A chunk came: the silence a stall is measured by starts again."""
+        if self.last is not None:
+            self.last = now
+            self._last_real = time.monotonic()
+
+    def _due(self, at: float, first_at: float | None, last: float | None) -> tuple[float, Timer]:
+        """The earliest deadline still running, on whichever clock the times are from."""
+        due = (at, Timer.ATTEMPT)
+        if first_at is not None and first_at < due[0]:
+            due = (first_at, Timer.FIRST_TOKEN)
+        if last is not None and self.stall is not None and last + self.stall < due[0]:
+            due = (last + self.stall, Timer.STALL)
+        return due
+
+    # -- real time: the watchdog ----------------------------------------------------------------
+
+    def watch(self, cut: Callable[[], None]) -> None:
+        """Have the watchdog call `cut` (which wakes a blocked read) when a deadline passes."""
+        self._cut = cut
+        self._rearm(time.monotonic())
+
+    def close(self) -> None:
+        """The attempt is over: once this returns, `cut` is never called for it."""
+        with self._lock:
+            self._closed = True
+            alarm = self._alarm
+        if alarm is not None:
+            alarm.cancel()
+
+    def _rearm(self, now: float) -> None:
+        when, _ = self._due(self._start_real + self.timeout, self._first_real, self._last_real)
+        if self.stall is not None and self._last_real is None:
+            # Not flowing yet: once it does, a stall could fall due `stall` after its last
+            # chunk, so look again by then. Arming here, not in `arrived`, keeps the heap
+            # out of a healthy attempt's path.
+            when = min(when, now + self.stall)
+        self._alarm = arm(max(0.0, when - now), self._fire)
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            when, timer = self._due(
+                self._start_real + self.timeout, self._first_real, self._last_real
+            )
+            if when > now:  # the first token came, or chunks kept coming: not yet
+                self._rearm(now)
+                return
+            self.expired = timer
+            assert self._cut is not None
+            self._cut()
 
 
 def shutdown_stream(stream: object) -> None:

@@ -7,7 +7,9 @@ JSON, a stream cut before its end marker, an error inside a 200, the attempt's d
 
 from __future__ import annotations
 
-from gateway.model import ErrorKind, Failure, ProviderError
+import dataclasses
+
+from gateway.model import ErrorKind, Failure, ProviderError, Timer
 
 
 def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
@@ -38,3 +40,9 @@ def malformed(detail: str) -> ProviderError:
 def truncated(detail: str = "the stream ended before the model finished") -> ProviderError:
     """A stream that stopped without its end marker: a dropped connection, in effect."""
     return protocol_failure(ErrorKind.NETWORK, detail)
+
+
+def timed_out(detail: str, timer: Timer, *, silent: bool) -> ProviderError:
+    """One of the attempt's deadlines ran out (`silent`: before any response arrived)."""
+    err = protocol_failure(ErrorKind.TIMEOUT, detail)
+    return ProviderError(dataclasses.replace(err.failure, timer=timer, silent=silent))

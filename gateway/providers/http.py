@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 import httpx
 
 from gateway.clock import SystemClock
-from gateway.model import ErrorKind, ProviderError, Reply, Request, TextSink
-from gateway.providers.deadline import Alarm, Deadline, arm, shutdown_stream
-from gateway.providers.failures import malformed, protocol_failure
+from gateway.model import ErrorKind, ProviderError, Reply, Request, TextSink, Timer
+from gateway.providers.deadline import Deadline, shutdown_stream
+from gateway.providers.failures import malformed, timed_out
 from gateway.providers.jsonshape import decode_json, encode
 from gateway.providers.redaction import redact_headers, redact_url, secret_values
 from gateway.redactor import Redactor
@@ -58,6 +58,8 @@ MAX_BODY = 8 * 1024 * 1024  # a reply of a few hundred tokens is a few KiB; this
 # At most one connection, so the watchdog knows which socket is in use.
 _LIMITS = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id")
+# The request extension through which an injected transport learns the attempt's Deadline.
+DEADLINE_EXTENSION = "support_ask.deadline"
 # httpcore's trace events that hand over a freshly connected network stream: direct, and
 # through an HTTP(S) or SOCKS proxy.
 _CONNECTED = frozenset(
@@ -158,13 +160,32 @@ class HttpClient:
             return err
         return ProviderError(dataclasses.replace(err.failure, detail=detail), partial=err.partial)
 
-    def post_json(self, url: str, body: Mapping[str, object], *, timeout: float) -> object:
-        """POST `body`, return the 2xx reply's JSON; every failure raises ProviderError."""
-        raw = b"".join(self._chunks(url, encode(body), timeout=timeout, limit=MAX_BODY))
+    def post_json(
+        self,
+        url: str,
+        body: Mapping[str, object],
+        *,
+        timeout: float,
+        first_token: float | None = None,
+        stall: float | None = None,
+    ) -> object:
+        """POST `body`, return the 2xx reply's JSON; every failure raises ProviderError.
+
+        `first_token` bounds the wait for the response headers (a whole reply's first
+        sign of an answer), `stall` the silence between two chunks of its body.
+        """
+        deadline = Deadline(
+            self.clock.monotonic(),
+            timeout,
+            first_token=first_token,
+            stall=stall,
+            first_is_headers=True,
+        )
+        raw = b"".join(self._chunks(url, encode(body), deadline=deadline, limit=MAX_BODY))
         return decode_json(raw, what="the reply")
 
     def stream_sse(
-        self, url: str, body: Mapping[str, object], *, timeout: float
+        self, url: str, body: Mapping[str, object], *, deadline: Deadline
     ) -> Generator[SseEvent, None, None]:
         """POST `body`, yield the 2xx reply's events as each frame completes.
 
@@ -173,7 +194,7 @@ class HttpClient:
         from gateway.providers.sse import SseDecoder  # a whole (unstreamed) reply never needs it
 
         decoder = SseDecoder()
-        for chunk in self._chunks(url, encode(body), timeout=timeout, limit=MAX_BODY):
+        for chunk in self._chunks(url, encode(body), deadline=deadline, limit=MAX_BODY):
             yield from decoder.feed(chunk)
 
     def stream_reply(
@@ -184,22 +205,46 @@ class HttpClient:
         timeout: float,
         on_text: TextSink,
         parser: StreamParser,
+        first_token: float | None = None,
+        stall: float | None = None,
     ) -> Reply:
         """Stream a reply, handing each text delta to `on_text` the moment it is parsed.
 
         A failure after text reached `on_text` carries that text as the error's `partial`.
+        `first_token` bounds the wait for the first text, `stall` the silence between two
+        chunks after it. Whitespace before the first text is held back (and counts as no
+        text), so a reply of only whitespace never reaches the customer.
         """
+        deadline = Deadline(self.clock.monotonic(), timeout, first_token=first_token, stall=stall)
         sent: list[str] = []
-        events = self.stream_sse(url, body, timeout=timeout)
+        held = ""
+        events = self.stream_sse(url, body, deadline=deadline)
         try:
-            for event in events:
-                delta = parser.feed(event)
-                if delta:
-                    sent.append(delta)
-                    on_text(delta)
-                if parser.finished:
-                    break
-            reply = parser.reply("".join(sent))
+            try:
+                for event in events:
+                    delta = parser.feed(event)
+                    if delta and not sent:
+                        held += delta
+                        delta = ""
+                        if held.strip():
+                            deadline.arrived(self.clock.monotonic())
+                            delta, held = held, ""
+                    if delta:
+                        sent.append(delta)
+                        on_text(delta)
+                    if parser.finished:
+                        break
+            except ProviderError as err:
+                if err.failure.timer is not Timer.STALL:
+                    raise
+                # A server that keeps the stream open after its last chunk: an answer that
+                # already ended (the parser holds its finish reason) is complete.
+                try:
+                    reply = parser.reply("".join(sent) + held)
+                except ProviderError:
+                    raise err from None
+            else:
+                reply = parser.reply("".join(sent) + held)
         except ProviderError as err:
             if not sent:
                 raise
@@ -215,14 +260,14 @@ class HttpClient:
 
     # -- one exchange --------------------------------------------------------------------------
 
-    def _chunks(self, url: str, payload: bytes, *, timeout: float, limit: int) -> Iterator[bytes]:
-        """The body of a 2xx reply, chunk by chunk as it arrives, within the attempt's deadline."""
+    def _chunks(
+        self, url: str, payload: bytes, *, deadline: Deadline, limit: int
+    ) -> Iterator[bytes]:
+        """The body of a 2xx reply, chunk by chunk as it arrives, within the attempt's deadlines."""
         clock = self.clock
         started = clock.monotonic()
-        deadline = Deadline(started + timeout, timeout)
-        if timeout <= 0:
-            raise self._timed_out(deadline)
-        alarm: Alarm | None = None
+        if deadline.timeout <= 0:
+            raise self._timed_out(deadline, Timer.ATTEMPT, silent=True)
         response: httpx.Response | None = None
         outcome = "not sent"
         try:
@@ -230,11 +275,11 @@ class HttpClient:
                 "POST",
                 url,
                 content=payload,
-                timeout=self._timeouts(timeout),
-                extensions={"trace": self._tracer(deadline)} if self._sockets else None,
+                timeout=self._timeouts(deadline.timeout),
+                extensions=self._extensions(deadline),
             )
             if self._sockets:
-                alarm = arm(timeout, functools.partial(self._expire, deadline))
+                deadline.watch(functools.partial(self._expire, deadline))
             response = self._client.send(request, stream=True)
             outcome = str(response.status_code)
             if self._sockets:
@@ -248,35 +293,55 @@ class HttpClient:
                         response.status_code, response.headers, body, now=clock.wall()
                     )
                 )
+            now = clock.monotonic()
+            late = deadline.passed(now)
+            if late is not None:
+                raise self._timed_out(deadline, late)
+            if deadline.first_is_headers:
+                deadline.arrived(now)
             size = 0
             for chunk in response.iter_bytes():
-                if clock.monotonic() >= deadline.at:
-                    raise self._timed_out(deadline)
+                now = clock.monotonic()
+                late = deadline.passed(now)
+                if late is not None:
+                    raise self._timed_out(deadline, late)
+                deadline.tick(now)
                 size += len(chunk)
                 if size > limit:
                     raise malformed(f"the reply exceeded {limit} bytes")
                 yield chunk
             if deadline.expired:  # the watchdog cut the body short and httpx saw a clean end
-                raise self._timed_out(deadline)
+                raise self._timed_out(deadline, deadline.expired)
         except ProviderError as err:
             outcome = f"{outcome} {err.failure.kind}"
             raise
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
-            if (deadline.expired or clock.monotonic() >= deadline.at) and not self._names_why(exc):
+            late = deadline.expired or deadline.passed(clock.monotonic())
+            if late is not None and not self._names_why(exc):
                 outcome = f"{outcome} deadline"
-                raise self._timed_out(deadline) from None
+                raise self._timed_out(deadline, late, silent=response is None) from None
             outcome = f"{outcome} {type(exc).__name__}"
             from gateway import errors
 
-            raise ProviderError(errors.classify_exception(exc)) from None
+            failure = errors.classify_exception(exc)
+            if response is None and failure.kind is ErrorKind.TIMEOUT:
+                failure = dataclasses.replace(failure, silent=True)
+            raise ProviderError(failure) from None
         finally:
-            if alarm is not None:
-                alarm.cancel()
+            deadline.close()
             if response is not None:
                 with contextlib.suppress(httpx.HTTPError, OSError):  # it is thrown away anyway
                     response.close()
             if log.isEnabledFor(logging.DEBUG):
                 self._log(url, outcome, clock.monotonic() - started, response)
+
+    def _extensions(self, deadline: Deadline) -> dict[str, object]:
+        if self._sockets:
+            return {"trace": self._tracer(deadline)}
+        # An injected transport (the simulator, a test's fake server) runs on the injected
+        # clock, where no watchdog can cut a read short: it learns when the client would
+        # give up (`Deadline.give_up_at`) and stops waiting there, as a cut socket would.
+        return {DEADLINE_EXTENSION: deadline}
 
     def _timeouts(self, timeout: float) -> httpx.Timeout:
         # Each per-operation timeout is capped by the attempt's; the watchdog bounds their sum.
@@ -292,7 +357,6 @@ class HttpClient:
         return trace
 
     def _expire(self, deadline: Deadline) -> None:
-        deadline.expired = True
         # A reused keep-alive connection fires no connect event; with one connection per
         # client, the last one connected is the one in use.
         stream = deadline.stream if deadline.stream is not None else self._last_stream
@@ -309,10 +373,19 @@ class HttpClient:
 
         return isinstance(exc, DnsTimeout)
 
-    def _timed_out(self, deadline: Deadline) -> ProviderError:
-        return protocol_failure(
-            ErrorKind.TIMEOUT, f"no complete reply within the attempt's {deadline.timeout:g} s"
-        )
+    def _timed_out(
+        self, deadline: Deadline, timer: Timer, *, silent: bool = False
+    ) -> ProviderError:
+        if timer is Timer.FIRST_TOKEN:
+            what = "response" if deadline.first_is_headers else "text"
+            detail = f"no {what} within first_token_timeout ({deadline.first_token:g} s)"
+        elif timer is Timer.STALL:
+            detail = f"the reply stalled: nothing for stall_timeout ({deadline.stall:g} s)"
+        elif silent:
+            detail = f"no response within the attempt's {deadline.timeout:g} s"
+        else:
+            detail = f"no complete reply within the attempt's {deadline.timeout:g} s"
+        return timed_out(detail, timer, silent=silent)
 
     def _error_body(self, response: httpx.Response, deadline: Deadline) -> bytes:
         """At most MAX_ERROR_BODY bytes of an error reply: enough to classify, never a flood."""
@@ -378,12 +451,22 @@ class HttpProvider(ABC):
         return f"{type(self).__name__}(deployment={self.deployment!r}, url={self._endpoint!r})"
 
     def complete(
-        self, request: Request, *, timeout: float, on_text: TextSink | None = None
+        self,
+        request: Request,
+        *,
+        timeout: float,
+        on_text: TextSink | None = None,
+        first_token: float | None = None,
+        stall: float | None = None,
     ) -> Reply:
         try:
             if on_text is None:
                 data = self._http.post_json(
-                    self._url(stream=False), self._body(request, stream=False), timeout=timeout
+                    self._url(stream=False),
+                    self._body(request, stream=False),
+                    timeout=timeout,
+                    first_token=first_token,
+                    stall=stall,
                 )
                 return self._parse(data)
             return self._http.stream_reply(
@@ -392,6 +475,8 @@ class HttpProvider(ABC):
                 timeout=timeout,
                 on_text=on_text,
                 parser=self._parser(),
+                first_token=first_token,
+                stall=stall,
             )
         except ProviderError as err:
             raise self._http.scrub(err) from None

@@ -464,9 +464,15 @@ class LocalProvider:
         self.deployment = deployment
 
     def complete(
-        self, request: Request, *, timeout: float, on_text: TextSink | None = None
+        self,
+        request: Request,
+        *,
+        timeout: float,
+        on_text: TextSink | None = None,
+        first_token: float | None = None,
+        stall: float | None = None,
     ) -> Reply:
-        # `timeout` needs no enforcing: ranking takes milliseconds and cannot block.
+        # The deadlines need no enforcing: ranking takes milliseconds and cannot block.
         text = answer(request.question, request.articles, request.product)
         if on_text is not None:
             for chunk in re.findall(r"\S+\s*", text):

@@ -6,6 +6,10 @@
           | timeout              no answer: the read times out
           | reset                the connection drops before any byte
           | cut:N  (or cutN)     a streamed answer stops after N text deltas, connection dropped
+          | slow:DURATION        the first text (a whole reply: the response) only after
+                                 DURATION, e.g. slow:12s; the client may give up first
+          | stall:N              a streamed answer goes silent after N text deltas (a whole
+                                 reply: after its headers) until the client gives up
           | refusal              a 200 answer that refuses (the provider's refusal form)
           | blocked              the prompt itself is flagged (Gemini promptFeedback,
                                  OpenAI 400 invalid_prompt, Azure 400 content_filter;
@@ -38,11 +42,12 @@ from gateway.model import ProviderKind
 GRAMMAR = """\
 fault spec: NAME=SPEC[,SPEC...]   (specs apply in order, one call after another)
   SPEC  = WHAT[xCOUNT][@DELAY]
-  WHAT  = an HTTP status 400-599 | timeout | reset | cut:N | refusal | blocked
-          | overflow | quota | ok
+  WHAT  = an HTTP status 400-599 | timeout | reset | cut:N | slow:DURATION | stall:N
+          | refusal | blocked | overflow | quota | ok
   COUNT = N or * (every call); no count means every call
   DELAY = Retry-After, e.g. @2s or @500ms (only after a status)
-examples: primary=429x3@2s   fallback=503x*   primary=timeoutx2,cut:5   long=401"""
+examples: primary=429x3@2s   fallback=503x*   primary=timeoutx2,cut:5   long=401
+          primary=slow:12s   fallback=stall:3"""
 
 
 class FaultKind(StrEnum):
@@ -51,6 +56,8 @@ class FaultKind(StrEnum):
     TIMEOUT = "timeout"
     RESET = "reset"
     CUT = "cut"
+    SLOW = "slow"
+    STALL = "stall"
     REFUSAL = "refusal"
     BLOCKED = "blocked"
     OVERFLOW = "overflow"
@@ -58,7 +65,9 @@ class FaultKind(StrEnum):
 
 
 _KEYWORDS: dict[str, FaultKind] = {
-    kind.value: kind for kind in FaultKind if kind not in (FaultKind.STATUS, FaultKind.CUT)
+    kind.value: kind
+    for kind in FaultKind
+    if kind not in (FaultKind.STATUS, FaultKind.CUT, FaultKind.SLOW, FaultKind.STALL)
 }
 
 
@@ -69,14 +78,17 @@ class Step:
     kind: FaultKind
     times: int | None = None
     status: int | None = None  # STATUS only
-    tokens: int = 0  # CUT only: text deltas sent before the drop
+    tokens: int = 0  # CUT and STALL: text deltas sent before the drop or the silence
     retry_after: float | None = None  # seconds; STATUS only
+    delay: float = 0.0  # SLOW only: seconds before the first text (or the response)
 
     def __str__(self) -> str:
         if self.kind is FaultKind.STATUS:
             what = str(self.status)
-        elif self.kind is FaultKind.CUT:
-            what = f"cut:{self.tokens}"
+        elif self.kind in (FaultKind.CUT, FaultKind.STALL):
+            what = f"{self.kind}:{self.tokens}"
+        elif self.kind is FaultKind.SLOW:
+            what = f"slow:{format_delay(self.delay)}"
         else:
             what = self.kind.value
         count = "" if self.times is None else f"x{self.times}"
@@ -163,7 +175,7 @@ def _checked(steps: tuple[Step, ...]) -> Fault:
 
 _COUNT = re.compile(r"(?P<what>.*?)x(?P<count>\d+|\*)", re.IGNORECASE)
 _DELAY = re.compile(r"(?P<value>\d+(?:\.\d+)?)(?P<unit>ms|s)", re.IGNORECASE)
-_CUT = re.compile(r"cut:?(?P<n>\d+)", re.IGNORECASE)
+_CUT = re.compile(r"(?P<what>cut|stall):?(?P<n>\d+)", re.IGNORECASE)
 
 
 def _parse_step(spec: str) -> Step:
@@ -189,19 +201,28 @@ def _parse_step(spec: str) -> Step:
         raise ValueError(f"a Retry-After ('@{delay_text}') only goes after an HTTP status")
     cut = _CUT.fullmatch(what)
     if cut:
-        return Step(FaultKind.CUT, times, tokens=int(cut["n"]))
+        return Step(FaultKind(cut["what"]), times, tokens=int(cut["n"]))
     if what.startswith("cut"):
         raise ValueError(f"'{what}' needs the number of deltas before the cut, e.g. cut:5")
+    if what.startswith("stall"):
+        raise ValueError(f"'{what}' needs the number of deltas before the stall, e.g. stall:3")
+    if what.startswith("slow"):
+        _, colon, duration = what.partition(":")
+        if not colon or not duration:
+            raise ValueError(f"'{what}' needs how long the first token takes, e.g. slow:12s")
+        return Step(FaultKind.SLOW, times, delay=_parse_delay(duration, what))
     if what in _KEYWORDS:
         return Step(_KEYWORDS[what], times)
-    close = difflib.get_close_matches(what, [*_KEYWORDS, "cut:N"], n=1)
+    close = difflib.get_close_matches(what, [*_KEYWORDS, "cut:N", "stall:N", "slow:12s"], n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise ValueError(f"unknown fault '{what}'{hint}")
 
 
-def _parse_delay(text: str) -> float:
+def _parse_delay(text: str, spec: str | None = None) -> float:
     match = _DELAY.fullmatch(text.strip())
     if not match:
+        if spec is not None:
+            raise ValueError(f"'{spec}': '{text}' is not a duration: give a unit, e.g. 12s")
         raise ValueError(f"'@{text}' is not a delay: write it with a unit, e.g. @2s or @500ms")
     value = float(match["value"])
     return value / 1000 if match["unit"].lower() == "ms" else value

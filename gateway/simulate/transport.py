@@ -4,9 +4,14 @@
 what this call gets, and has the provider's `Wire` answer in its real format. Faults that
 are not answers are played here, the same for every provider:
 
-- `timeout` waits for the request's read timeout (httpx's `extensions["timeout"]`): on a
+- `timeout` stays silent until the client gives up: at the attempt's deadline, which the
+  adapters' client hands over in the request's extensions (`DEADLINE_EXTENSION`), or
+  else at the request's read timeout (httpx's `extensions["timeout"]`). On a
   `VirtualClock` it advances the clock without sleeping, on a real clock it really waits;
-  then it raises `httpx.ReadTimeout`.
+  then it raises `httpx.ReadTimeout`, as a read cut short by the client's watchdog would.
+- `slow:D` holds back the first text delta (a whole reply: the response) for D seconds,
+  `stall:N` goes silent after N deltas (a whole reply: after its headers); the client may
+  give up first, exactly at its first-token or stall deadline.
 - `reset` drops the connection before any byte. `cut:N` on a streamed request sends N
   text deltas and drops the connection before the terminal marker (finish reason,
   `message_stop`, `[DONE]`), even when N covers every delta; on a request that does not
@@ -29,6 +34,8 @@ import httpx
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
 from gateway.model import ProviderKind
+from gateway.providers.deadline import Deadline
+from gateway.providers.http import DEADLINE_EXTENSION
 from gateway.seams import Clock, Sleeper
 from gateway.simulate.addresses import SIM_HOST
 from gateway.simulate.answers import Answerer, answer_text, tagged
@@ -37,7 +44,7 @@ from gateway.simulate.azure import AzureWire
 from gateway.simulate.gemini import GeminiWire
 from gateway.simulate.grammar import Fault, FaultKind, Step
 from gateway.simulate.openai import OpenAIWire
-from gateway.simulate.wire import Call, Wire, load_body
+from gateway.simulate.wire import Call, Frames, Hold, Wire, load_body
 
 _DEFAULT_READ_TIMEOUT = 5.0  # httpx's own default, for a request that carries none
 
@@ -128,11 +135,29 @@ class SimulatedTransport(httpx.BaseTransport):
                 assert step.status is not None
                 return wire.error(call, step.status, step.retry_after)
             case FaultKind.TIMEOUT:
-                self._wait(self._read_timeout(request))
+                self._holder(request)(math.inf)
                 raise httpx.ReadTimeout("The read operation timed out", request=request)
             case FaultKind.CUT if call.stream:
                 stream = wire.stream(call, self._answer(call))
                 return stream.response(request, wire.headers(call), cut=step.tokens)
+            case FaultKind.SLOW if call.stream:
+                stream = wire.stream(call, self._answer(call))
+                hold = self._holder(request)
+                return stream.response(request, wire.headers(call), pause=(0, step.delay, hold))
+            case FaultKind.SLOW:
+                if self._holder(request)(step.delay):
+                    raise httpx.ReadTimeout("The read operation timed out", request=request)
+                return wire.answer(call, self._answer(call))
+            case FaultKind.STALL if call.stream:
+                stream = wire.stream(call, self._answer(call))
+                hold = self._holder(request)
+                return stream.response(
+                    request, wire.headers(call), pause=(step.tokens, math.inf, hold)
+                )
+            case FaultKind.STALL:
+                # The headers, then a body that never comes.
+                whole = wire.answer(call, self._answer(call))
+                return _stalled(request, whole, self._holder(request))
             case FaultKind.RESET | FaultKind.CUT:
                 raise httpx.RemoteProtocolError(
                     "Server disconnected without sending a response.", request=request
@@ -154,19 +179,52 @@ class SimulatedTransport(httpx.BaseTransport):
             return answer_text(call.name, call.question)
         return tagged(call.name, self._answerer(call.question))
 
+    def _holder(self, request: httpx.Request) -> Hold:
+        """Silence for up to so many seconds, over when the client gives up: at its
+        deadline when the request carries one (`DEADLINE_EXTENSION`), else at its read
+        timeout. True when the client gave up first."""
+        deadline = request.extensions.get(DEADLINE_EXTENSION)
+
+        def hold(seconds: float) -> bool:
+            now = self._clock.monotonic()
+            if isinstance(deadline, Deadline):
+                give_up = deadline.give_up_at()
+            else:
+                give_up = now + self._read_timeout(request)
+            if give_up <= now + seconds:
+                self._wait_until(give_up)
+                return True
+            self._wait_until(now + seconds)
+            return False
+
+        return hold
+
     @staticmethod
     def _read_timeout(request: httpx.Request) -> float:
         timeout = request.extensions.get("timeout") or {}
         read = timeout.get("read") if isinstance(timeout, dict) else None
         return float(read) if read is not None else _DEFAULT_READ_TIMEOUT
 
-    def _wait(self, seconds: float) -> None:
+    def _wait_until(self, when: float) -> None:
         # Virtual time moves the clock without recording a sleep: the engine did not
         # choose to wait, the server just never answered.
         if isinstance(self._clock, VirtualClock):
-            self._clock.advance(seconds)
+            self._clock.advance_to(when)
         else:
-            self._clock.sleep(seconds)
+            self._clock.sleep(when - self._clock.monotonic())
+
+
+def _stalled(request: httpx.Request, whole: httpx.Response, hold: Hold) -> httpx.Response:
+    """`whole`'s status and headers, then a body that stalls until the client gives up."""
+    body = whole.read()
+    cut = max(1, len(body) // 2)
+    return httpx.Response(
+        whole.status_code,
+        headers=whole.headers,
+        stream=Frames(
+            [body[:cut], body[cut:]], dropped=False, request=request, pause=(1, math.inf, hold)
+        ),
+    )
 
 
 def _estimate_tokens(body: bytes) -> int:

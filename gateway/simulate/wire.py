@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -154,16 +154,41 @@ def sse(data: object, event: str | None = None, *, newline: str = "\n") -> bytes
     return (newline.join(lines) + newline * 2).encode()
 
 
-class _Frames(httpx.SyncByteStream):
-    """A response body sent frame by frame; `dropped` ends it like a closed socket."""
+Hold = Callable[[float], bool]
+"""Stay silent for so many seconds (inf: for good); True when the client gave up first."""
 
-    def __init__(self, frames: list[bytes], *, dropped: bool, request: httpx.Request) -> None:
+
+class Frames(httpx.SyncByteStream):
+    """A response body sent frame by frame; `dropped` ends it like a closed socket.
+
+    `pause` holds back frame number `at` for so many seconds (`hold` does the waiting);
+    a client that gives up meanwhile sees its read time out, as its watchdog would make it.
+    """
+
+    def __init__(
+        self,
+        frames: list[bytes],
+        *,
+        dropped: bool,
+        request: httpx.Request,
+        pause: tuple[int, float, Hold] | None = None,
+    ) -> None:
         self._frames = frames
         self._dropped = dropped
         self._request = request
+        self._pause = pause
 
     def __iter__(self) -> Iterator[bytes]:
-        yield from self._frames
+        for n, frame in enumerate(self._frames):
+            if self._pause is not None and n == self._pause[0]:
+                _, seconds, hold = self._pause
+                if hold(seconds):
+                    raise httpx.ReadTimeout("The read operation timed out", request=self._request)
+            yield frame
+        if self._pause is not None and self._pause[0] >= len(self._frames):
+            _, seconds, hold = self._pause
+            if hold(seconds):
+                raise httpx.ReadTimeout("The read operation timed out", request=self._request)
         if self._dropped:
             raise httpx.RemoteProtocolError(
                 "peer closed connection without sending complete message body"
@@ -182,15 +207,23 @@ class Stream:
     content_type: str = "text/event-stream; charset=utf-8"
 
     def response(
-        self, request: httpx.Request, headers: Mapping[str, str], cut: int | None = None
+        self,
+        request: httpx.Request,
+        headers: Mapping[str, str],
+        cut: int | None = None,
+        *,
+        pause: tuple[int, float, Hold] | None = None,
     ) -> httpx.Response:
+        """The stream as a 200; `cut` drops it after that many deltas; `pause` holds back
+        delta number N (0: the first) for so many seconds."""
         frames = self.head + (self.deltas if cut is None else self.deltas[:cut])
         if cut is None:
             frames = frames + self.tail
+        at = None if pause is None else (len(self.head) + pause[0], pause[1], pause[2])
         return httpx.Response(
             200,
             headers={"content-type": self.content_type, **headers},
-            stream=_Frames(frames, dropped=cut is not None, request=request),
+            stream=Frames(frames, dropped=cut is not None, request=request, pause=at),
         )
 
 
