@@ -78,7 +78,7 @@ class Echo:
         self.fail = fail
         self.closed = False
 
-    def complete(self, request: Request, *, timeout: float, on_text=None) -> Reply:  # type: ignore[no-untyped-def]
+    def complete(self, request: Request, *, timeout: float, on_text=None, **_: object) -> Reply:  # type: ignore[no-untyped-def]
         if on_text is not None:
             for piece in (TEXT[:20], TEXT[20:30], TEXT[30:]):
                 on_text(piece)
