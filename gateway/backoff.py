@@ -13,6 +13,7 @@ from gateway.config import Policy
 # Below this, an attempt has no realistic chance of an answer: a wait that would leave less
 # than this much budget is not taken (the engine fails over instead).
 MIN_ATTEMPT_S = 0.5
+_MAX_DOUBLINGS = 64
 
 
 def backoff_delay(retry: int, policy: Policy, rand: float) -> float:
@@ -23,7 +24,10 @@ def backoff_delay(retry: int, policy: Policy, rand: float) -> float:
     ceiling is kept so a retry never fires immediately into the same overload; the other
     half is random so a crowd of clients that failed together does not retry together.
     """
-    ceiling = min(policy.backoff_max, policy.backoff_base * 2.0 ** max(retry - 1, 0))
+    # The exponent is bounded: 2.0 ** 1024 overflows a float (OverflowError), and after 64
+    # doublings a base of even a microsecond is past any cap a budget could wait for.
+    doublings = min(max(retry - 1, 0), _MAX_DOUBLINGS)
+    ceiling = min(policy.backoff_max, policy.backoff_base * 2.0**doublings)
     return ceiling / 2.0 + ceiling / 2.0 * rand
 
 

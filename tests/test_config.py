@@ -166,7 +166,29 @@ BAD = {
         deployments: [{name: a, provider: local, context_window: 10}]
         """,
         "policy.retries",
-        "at least 0",
+        "must be from 0 to 10, got -1",
+    ),
+    "retries past the bound": (
+        """
+        product: X
+        policy:
+          retries: 1000   #!
+        deployments: [{name: a, provider: local, context_window: 10}]
+        """,
+        "policy.retries",
+        "must be from 0 to 10, got 1000",
+    ),
+    "a deployment's retries past the bound": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            policy: {retries: 11}   #!
+        """,
+        "deployments[0].policy.retries",
+        "must be from 0 to 10",
     ),
     "backoff cap below base": (
         """

@@ -35,6 +35,13 @@ def test_backoff_is_equal_jitter_under_a_doubling_capped_ceiling(retry, rand, ex
     assert backoff_delay(retry, POLICY, rand) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("retry", [1025, 10**6, 10**18])
+def test_backoff_for_a_huge_retry_number_is_the_cap_not_an_overflow(retry):
+    assert backoff_delay(retry, POLICY, 0.0) == 4.0
+    tiny = Policy(retries=2, backoff_base=1e-6, backoff_max=1e6)
+    assert backoff_delay(retry, tiny, 0.0) == 5e5
+
+
 @pytest.mark.parametrize(
     ("failure", "retries_done", "left", "took", "outcome", "wait", "cooldown"),
     [

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 BUNDLED_SOURCE = "<bundled default>"
 
 
+# More retries than this never fit a budget of seconds with a doubling backoff, and a count
+# in the thousands would only ever be a typo.
+MAX_RETRIES = 10
+
+
 @dataclass(frozen=True)
 class Policy:
     """How hard to try. Top-level defaults; any field can be overridden per deployment."""

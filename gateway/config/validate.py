@@ -11,7 +11,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from gateway.config.model import Config, ConfigError, Deployment, LogSettings, Policy
+from gateway.config.model import (
+    MAX_RETRIES,
+    Config,
+    ConfigError,
+    Deployment,
+    LogSettings,
+    Policy,
+)
 from gateway.model import ProviderKind
 
 # The YAML is composed to nodes rather than loaded to dicts so that every value keeps its
@@ -343,7 +350,9 @@ class _Reader:
             return None
         return self.text(node, path, secret=secret)
 
-    def integer(self, node: Node, path: str, *, minimum: int) -> int:
+    def integer(
+        self, node: Node, path: str, *, minimum: int, maximum: int | None = None
+    ) -> int:
         from yaml import ScalarNode
 
         if not isinstance(node, ScalarNode) or node.tag != _INT:
@@ -351,6 +360,8 @@ class _Reader:
             self.fail(node, path, f"expected a whole number, got {self.describe(node)}{hint}")
         value = self.loader.construct_object(node)
         assert isinstance(value, int)
+        if maximum is not None and not minimum <= value <= maximum:
+            self.fail(node, path, f"must be from {minimum} to {maximum}, got {value}")
         if value < minimum:
             self.fail(node, path, f"must be at least {minimum}, got {value}")
         return value
@@ -523,7 +534,10 @@ class _Reader:
         for key, (_, value) in entries.items():
             key_path = _join(path, key)
             if key == "retries":
-                retries = self.gather(retries, partial(self.integer, value, key_path, minimum=0))
+                retries = self.gather(
+                    retries,
+                    partial(self.integer, value, key_path, minimum=0, maximum=MAX_RETRIES),
+                )
             else:
                 zero_ok = key not in _NONZERO_TIMES
                 times[key] = self.gather(
