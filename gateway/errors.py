@@ -194,7 +194,9 @@ def _body_rules() -> tuple[Rule, ...]:
         *_rules(
             _K.QUOTA,
             _F.MESSAGE,
-            _text(r"\blimit: 0(?![\d.])"),  # Gemini "Quota exceeded for metric ..., limit: 0"
+            # Gemini "Quota exceeded for metric ..., limit: 0" (also "limit: 0." ending a
+            # sentence), but not a limit of 0.5 or 05.
+            _text(r"\blimit: 0(?!\d|\.\d)"),
             _text(r"\bper day\b"),  # Groq/OpenAI "on tokens per day (TPD)", "requests per day"
         ),
         # -- credentials, permission, region (§1.2, §7.7).

@@ -611,6 +611,28 @@ RESPONSE_CASES = [
         FAIL,
         retry_after=20.04466179,
     ),
+    # The same zero limit ending a sentence: the full stop is not a decimal point.
+    case(
+        "gemini-429-limit-zero-full-stop",
+        429,
+        google(
+            429,
+            "RESOURCE_EXHAUSTED",
+            "Quota exceeded for metric: generativelanguage.googleapis.com/"
+            "generate_content_free_tier_input_token_count, limit: 0. Please retry in 12s.",
+        ),
+        K.QUOTA,
+        FAIL,
+        retry_after=12.0,
+    ),
+    # A limit that is not zero (0.5 of something) is a rate limit like any other.
+    case(
+        "gemini-429-limit-point-five",
+        429,
+        google(429, "RESOURCE_EXHAUSTED", "Quota exceeded for metric: x, limit: 0.5 per second."),
+        K.RATE_LIMIT,
+        RETRY,
+    ),
     # google-gemini/gemini-cli#14811: a one-element JSON list, no details.
     case(
         "gemini-429-list-wrapped",

@@ -50,6 +50,44 @@ def test_models_prefix_in_the_configured_name_is_not_doubled() -> None:
     assert str(transport.requests[0].url) == f"{BASE}:generateContent"
 
 
+@pytest.mark.parametrize(
+    ("base_url", "root"),
+    [
+        # Google's documented form (python-genai's base_url): the version is appended
+        (
+            "https://generativelanguage.googleapis.com",
+            "https://generativelanguage.googleapis.com/v1beta",
+        ),
+        (
+            "https://generativelanguage.googleapis.com/",
+            "https://generativelanguage.googleapis.com/v1beta",
+        ),
+        # a version already written is kept, whichever it is
+        (
+            "https://generativelanguage.googleapis.com/v1beta",
+            "https://generativelanguage.googleapis.com/v1beta",
+        ),
+        (
+            "https://generativelanguage.googleapis.com/v1",
+            "https://generativelanguage.googleapis.com/v1",
+        ),
+        ("https://proxy.example/google/v1alpha", "https://proxy.example/google/v1alpha"),
+        # a proxy's own path, without a version: Google's paths go under it, versioned
+        (
+            "https://gateway.example/acct/google-ai-studio",
+            "https://gateway.example/acct/google-ai-studio/v1beta",
+        ),
+    ],
+)
+def test_base_url_with_or_without_the_api_version(base_url: str, root: str) -> None:
+    transport = replay("gemini/generate")
+    deployment = Deployment(
+        "g", ProviderKind.GEMINI, 1_000_000, model="gemini-2.5-pro", base_url=base_url
+    )
+    GeminiProvider(deployment, KEY, transport=transport).complete(REQUEST, timeout=5)
+    assert str(transport.requests[0].url) == f"{root}/models/gemini-2.5-pro:generateContent"
+
+
 def test_answer_skips_thought_parts_and_reports_model_version_and_usage() -> None:
     reply = adapter(replay("gemini/generate")).complete(REQUEST, timeout=5)
     assert reply.text == "Go to Settings > Billing and choose Change plan."

@@ -12,6 +12,7 @@ ends at EOF; the last chunk carries `finishReason`, so EOF without one is a cut 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -30,6 +31,21 @@ if TYPE_CHECKING:
     from gateway.secret import Secret
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+API_VERSION = "v1beta"  # what python-genai and the REST docs use: every current model
+_VERSION_SEGMENT = re.compile(r"v\d+(?:(?:alpha|beta)\d*)?\Z")
+
+
+def api_root(base_url: str | None) -> str:
+    """The URL `models/...` is appended to.
+
+    Google documents the endpoint without a version (`https://generativelanguage.googleapis.com`,
+    python-genai's `base_url`, to which the SDK appends its `api_version`); a base_url that
+    already ends in a version segment (`.../v1beta`, `.../v1`) is used as written.
+    """
+    base = (base_url or GEMINI_BASE_URL).rstrip("/")
+    if _VERSION_SEGMENT.match(base.rpartition("/")[2]):
+        return base
+    return f"{base}/{API_VERSION}"
 
 # python-genai types.FinishReason: the values that mean the output was withheld for safety,
 # policy or recitation. The others (STOP, MAX_TOKENS, OTHER, LANGUAGE, ...) end an answer.
@@ -192,7 +208,7 @@ class GeminiProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
     ) -> None:
-        base = (deployment.base_url or GEMINI_BASE_URL).rstrip("/")
+        base = api_root(deployment.base_url)
         model = quote((deployment.model or "").removeprefix("models/"), safe="")
         self._stream = f"{base}/models/{model}:streamGenerateContent?alt=sse"
         super().__init__(
