@@ -30,6 +30,7 @@ BENCHMARKS = {
     "state": ("bench.state", "4 state file: 16 processes contending, single-process cost"),
     "content": ("bench.content", "5 token counting and article loading, 1 MB and 10 MB"),
     "redaction": ("bench.redaction", "7 redacting keys: streamed first token, the scrubber"),
+    "sse": ("bench.sse", "8 SSE decoder: a 2 MiB event, chunked vs whole"),
 }
 
 

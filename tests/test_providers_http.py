@@ -82,6 +82,48 @@ def test_byte_order_mark_at_the_start_is_ignored() -> None:
     assert decode("\ufeffdata: x\n\n".encode()) == [SseEvent("message", "x")]
 
 
+STREAM = (
+    "\ufeff: keep-alive\r\ndata: {\"a\":\r\ndata:  1}\r\n\r\nevent: ping\rdata: café ☕\r\r"
+    "data: last\n\n"
+).encode()
+WHOLE = [SseEvent("message", '{"a":\n 1}'), SseEvent("ping", "café ☕"), SseEvent("message", "last")]
+
+
+@pytest.mark.parametrize("cut", range(1, len(STREAM)))
+def test_a_stream_cut_in_two_anywhere_gives_the_same_events(cut: int) -> None:
+    assert decode(STREAM) == WHOLE
+    assert decode(STREAM[:cut], STREAM[cut:]) == WHOLE
+
+
+def test_a_stream_fed_byte_by_byte_gives_the_same_events() -> None:
+    assert decode(*(STREAM[i : i + 1] for i in range(len(STREAM)))) == WHOLE
+
+
+def test_decoding_scans_each_character_once_however_the_stream_is_chunked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The work is counted, not timed: every character the decoder searches for line
+    # endings. Re-scanning an unfinished line at each chunk made this quadratic: a 2 MiB
+    # event in 4 KiB chunks was scanned 512 times over.
+    from gateway.providers import sse
+
+    scanned = 0
+    real = sse._NEWLINE
+
+    class Counting:
+        def split(self, text: str) -> list[str]:
+            nonlocal scanned
+            scanned += len(text)
+            return real.split(text)
+
+    monkeypatch.setattr(sse, "_NEWLINE", Counting())
+    payload = "x" * (2 * 1024 * 1024)
+    raw = f"data: {payload}\n\n".encode()
+    chunks = [raw[i : i + 4096] for i in range(0, len(raw), 4096)]
+    assert decode(*chunks) == [SseEvent("message", payload)]
+    assert scanned <= len(raw)
+
+
 # --- the attempt deadline on the injected clock ------------------------------------------------
 
 

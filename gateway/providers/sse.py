@@ -27,13 +27,18 @@ class SseDecoder:
     lines starting with ':' are comments (OpenRouter's ': OPENROUTER PROCESSING'); several
     `data:` lines make one event joined by newlines; a blank line dispatches. An event left
     without its blank line at EOF is discarded, as the spec says.
+
+    Linear in the stream's size, however it is chunked: a line still growing is kept as its
+    pieces, joined once when its line ending arrives, and only new text is scanned for line
+    endings (re-scanning the whole unfinished line at every chunk made a 2 MiB event in
+    4 KiB chunks cost seconds).
     """
 
-    __slots__ = ("_data", "_event", "_skip_lf", "_started", "_tail", "_text")
+    __slots__ = ("_data", "_event", "_pending", "_skip_lf", "_started", "_text")
 
     def __init__(self) -> None:
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._tail = ""
+        self._pending: list[str] = []  # the unfinished line's pieces, in order
         self._skip_lf = False
         self._started = False
         self._event = ""
@@ -51,10 +56,17 @@ class SseDecoder:
             self._started = True
             if text.startswith("\ufeff"):
                 text = text[1:]
-        buffered = self._tail + text
-        lines = _NEWLINE.split(buffered)
-        self._tail = lines.pop()
-        self._skip_lf = buffered.endswith("\r")
+        if "\n" not in text and "\r" not in text:
+            self._pending.append(text)  # the line goes on: nothing to scan again later
+            return []
+        lines = _NEWLINE.split(text)
+        if self._pending:
+            lines[0] = "".join(self._pending) + lines[0]
+            self._pending.clear()
+        tail = lines.pop()
+        if tail:
+            self._pending.append(tail)
+        self._skip_lf = text.endswith("\r")
         events: list[SseEvent] = []
         for line in lines:
             if not line:
