@@ -100,8 +100,10 @@ def next_step(
             transient=transient,
             note=f"{policy.retries} retries spent",
         )
-    if failure.retry_after is not None:
-        wait = max(0.0, failure.retry_after)
+    # A server wait of zero (`Retry-After: 0`, an HTTP-date already past) names no wait at
+    # all: the backoff applies, or a crowd of clients would retry into the overload at once.
+    if failure.retry_after is not None and failure.retry_after > 0:
+        wait = failure.retry_after
         if not budget.fits(wait, now, took):
             # The server told us when it will take us back, and that is past our budget:
             # waiting would only burn the customer's time. Go elsewhere now, and keep away

@@ -51,6 +51,8 @@ def test_backoff_for_a_huge_retry_number_is_the_cap_not_an_overflow(retry):
         (fail(ErrorKind.SERVER, Decision.RETRY), 2, 30, 0.1, Outcome.FAIL_OVER, 0, 60.0),
         # the server's wait is honoured above backoff_max when it fits
         (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 12), 0, 30, 0.1, Outcome.RETRY, 12, None),
+        # a server wait of zero is no wait named: the normal backoff, never at once
+        (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 0.0), 0, 30, 0.1, Outcome.RETRY, 0.75, None),
         # ... and when it does not fit, fail over now, cooled at least that long
         (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 90), 0, 30, 0.1, Outcome.FAIL_OVER, 0, 90),
         # no retry into less time than the failed attempt needed
@@ -165,3 +167,27 @@ def test_after_an_overflow_an_equal_window_of_another_model_is_still_tried():
     kept, dropped = after_overflow(CONFIG, SMALL, queue, tried={"small"})
     assert kept == [other_provider, other_model, LONG]
     assert dropped == [(twin, "same model and window as small, which the input overflowed")]
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    ["0", "0.0", "Fri, 29 Sep 2023 16:00:00 GMT"],
+    ids=["zero", "zero-point-zero", "a-date-in-the-past"],
+)
+def test_retry_after_zero_or_past_gets_the_normal_backoff(retry_after):
+    from gateway.errors import classify_response
+
+    body = b'{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}'
+    failure = classify_response(429, {"retry-after": retry_after}, body, now=1_700_000_000.0)
+    assert failure.kind is ErrorKind.RATE_LIMIT
+    step = next_step(
+        failure,
+        retries_done=0,
+        policy=POLICY,
+        budget=Budget(0.0, 30.0),
+        now=0.0,
+        rand=0.5,
+        took=0.1,
+    )
+    assert (step.outcome, step.wait) == (Outcome.RETRY, backoff_delay(1, POLICY, 0.5))
+    assert step.wait > 0

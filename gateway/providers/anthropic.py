@@ -148,7 +148,17 @@ class MessageStream:
 
     def reply(self, text: str) -> Reply:
         if not self.finished:
-            raise truncated()
+            refused = self.refused_so_far(text)
+            if refused is None:
+                raise truncated()
+            return refused
+        return self._reply(text)
+
+    def refused_so_far(self, text: str) -> Reply | None:
+        # message_delta carries the stop reason before message_stop ends the stream
+        return self._reply(text) if self._stop_reason == "refusal" else None
+
+    def _reply(self, text: str) -> Reply:
         return _finish(
             text,
             stop_reason=self._stop_reason,

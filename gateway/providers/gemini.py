@@ -188,6 +188,13 @@ class GenerateStream:
     def reply(self, text: str) -> Reply:
         if self._finish_reason is None and self._block_reason is None:
             raise truncated()
+        return self._reply(text)
+
+    def refused_so_far(self, text: str) -> Reply | None:
+        refused = self._block_reason is not None or self._finish_reason in REFUSAL_FINISH_REASONS
+        return self._reply(text) if refused else None
+
+    def _reply(self, text: str) -> Reply:
         return _finish(
             text,
             finish_reason=self._finish_reason,

@@ -246,9 +246,12 @@ class HttpClient:
             else:
                 reply = parser.reply("".join(sent) + held)
         except ProviderError as err:
-            if not sent:
-                raise
-            raise ProviderError(err.failure, partial="".join(sent)) from None
+            refused = parser.refused_so_far("".join(sent))
+            if refused is None:
+                if not sent:
+                    raise
+                raise ProviderError(err.failure, partial="".join(sent)) from None
+            reply = refused  # however the stream ended after it, a refusal is the answer
         finally:
             events.close()
         streamed = "".join(sent)

@@ -180,7 +180,18 @@ class ChatStream:
 
     def reply(self, text: str) -> Reply:
         if self._finish_reason is None and not self.finished:
-            raise truncated()
+            refused = self.refused_so_far(text)
+            if refused is None:
+                raise truncated()
+            return refused
+        return self._reply(text)
+
+    def refused_so_far(self, text: str) -> Reply | None:
+        if not self._refusal and self._finish_reason != "content_filter":
+            return None
+        return self._reply(text)
+
+    def _reply(self, text: str) -> Reply:
         return _finish(
             text,
             # the refusal's text already streamed as deltas: it is `text` itself

@@ -104,3 +104,12 @@ class StreamParser(Protocol):
     def reply(self, text: str) -> Reply:
         """The answer once the stream is over; raises ProviderError if it ended unfinished."""
         ...
+
+    def refused_so_far(self, text: str) -> Reply | None:
+        """The refusal the stream has already signalled (a refusal delta, a refusal stop or
+        finish reason, a blocked prompt), as the answer, or None.
+
+        A stream cut after that signal is still a refusal: the model had declined, and
+        retrying or failing over would only ask another model the same question.
+        """
+        ...
