@@ -83,10 +83,14 @@ def test_byte_order_mark_at_the_start_is_ignored() -> None:
 
 
 STREAM = (
-    "\ufeff: keep-alive\r\ndata: {\"a\":\r\ndata:  1}\r\n\r\nevent: ping\rdata: café ☕\r\r"
+    '\ufeff: keep-alive\r\ndata: {"a":\r\ndata:  1}\r\n\r\nevent: ping\rdata: café ☕\r\r'
     "data: last\n\n"
 ).encode()
-WHOLE = [SseEvent("message", '{"a":\n 1}'), SseEvent("ping", "café ☕"), SseEvent("message", "last")]
+WHOLE = [
+    SseEvent("message", '{"a":\n 1}'),
+    SseEvent("ping", "café ☕"),
+    SseEvent("message", "last"),
+]
 
 
 @pytest.mark.parametrize("cut", range(1, len(STREAM)))

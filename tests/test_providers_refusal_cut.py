@@ -18,7 +18,9 @@ from gateway.providers import build_provider
 from gateway.secret import Secret
 from tests.provider_fixtures import case
 
-REQUEST = Request(system="Be brief.", question="Something the model declines.", max_output_tokens=50)
+REQUEST = Request(
+    system="Be brief.", question="Something the model declines.", max_output_tokens=50
+)
 
 # fixture, the text of the frame after which the stream is cut, the answer the user reads
 CASES = {

@@ -350,9 +350,7 @@ class _Reader:
             return None
         return self.text(node, path, secret=secret)
 
-    def integer(
-        self, node: Node, path: str, *, minimum: int, maximum: int | None = None
-    ) -> int:
+    def integer(self, node: Node, path: str, *, minimum: int, maximum: int | None = None) -> int:
         from yaml import ScalarNode
 
         if not isinstance(node, ScalarNode) or node.tag != _INT:

@@ -47,6 +47,7 @@ def api_root(base_url: str | None) -> str:
         return base
     return f"{base}/{API_VERSION}"
 
+
 # python-genai types.FinishReason: the values that mean the output was withheld for safety,
 # policy or recitation. The others (STOP, MAX_TOKENS, OTHER, LANGUAGE, ...) end an answer.
 REFUSAL_FINISH_REASONS = frozenset(
