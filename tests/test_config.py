@@ -725,6 +725,36 @@ BAD = {
         "deployments[0].headers.Authorization",
         "credentials never go in the config",
     ),
+    "a header value on two lines": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            api_key_env: OPENAI_API_KEY
+            context_window: 10
+            headers:
+              X-Team: "support\\nX-Injected: yes"   #!
+        """,
+        "deployments[0].headers.X-Team",
+        "one line of visible ASCII text",
+    ),
+    "a header value with a typographic quote": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: openai
+            model: m
+            api_key_env: OPENAI_API_KEY
+            context_window: 10
+            headers:
+              X-Team: “support”   #!
+        """,
+        "deployments[0].headers.X-Team",
+        "one line of visible ASCII text",
+    ),
     "fallback rate above one": (
         """
         product: X

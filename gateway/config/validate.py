@@ -748,7 +748,15 @@ class _Reader:
                     key_path,
                     "credentials never go in the config; the key comes from api_key_env",
                 )
-            out.append((name, self.text(value_node, key_path, secret=True)))
+            value = self.text(value_node, key_path, secret=True).strip()
+            if not (value.isascii() and value.isprintable()):
+                # The HTTP library would refuse it at the first call, quoting it whole.
+                self.fail(
+                    value_node,
+                    key_path,
+                    "a header value is one line of visible ASCII text (value not shown)",
+                )
+            out.append((name, value))
         return tuple(out)
 
     def log(self, node: Node) -> LogSettings:
