@@ -23,7 +23,7 @@ from typing import Any
 from bench.context import Context
 from bench.loopback import ANSWER, COMPLETION, STREAM_GAP, Loopback
 from bench.question import ARTICLES
-from bench.stats import Measure, Row, Summary, Target, Unit, paired
+from bench.stats import Measure, Row, Target, Unit, interleaved, paired
 
 GROUP = "3 in-process"
 KEY_ENV = "BENCH_OPENAI_API_KEY"
@@ -224,21 +224,13 @@ def _first_token(
             raise AssertionError("the raw stream carried no data")
         return took
 
-    cand: list[float] = []
-    base: list[float] = []
-    for i in range(max(3, ctx.sizes.inproc_iterations // 100) + 2):
-        pair = (via_engine, via_raw) if i % 2 == 0 else (via_raw, via_engine)
-        got = [fn() for fn in pair]
-        if i >= 2:  # warm-up
-            (c, b) = got if i % 2 == 0 else got[::-1]
-            cand.append(c)
-            base.append(b)
+    cand, base = interleaved(via_engine, via_raw, max(3, ctx.sizes.inproc_iterations // 100))
     return Row(
         GROUP,
         f"streamed: time to first token (rest held back {STREAM_GAP * 1000:g} ms)",
         Unit.MICROS,
-        Summary.of(cand),
-        Summary.of(base),
+        cand,
+        base,
         "raw httpx stream, first data: line",
         Target.at_most(Measure.ADDED_MEDIAN, 1e-3, "no buffering: <= 1 ms added"),
     )

@@ -14,7 +14,7 @@ from typing import Any
 from bench.context import Context
 from bench.inproc import KEY, ServerProcess, _captured_body, _config, _engine, _request
 from bench.loopback import ANSWER, STREAM_GAP
-from bench.stats import Measure, Row, Summary, Target, Unit, paired
+from bench.stats import Measure, Row, Target, Unit, interleaved, paired
 
 GROUP = "7 redaction"
 # Keys in each provider's shape, as a run with four deployments would know them.
@@ -51,8 +51,6 @@ def _first_token(ctx: Context) -> Row:
                 kept["scrubbed"] = RedactingProvider(build_provider(deployment, key), redactor)
             return kept["scrubbed"]
 
-        engines = (_engine(config, scrubbed), _engine(config, plain))
-
         def first_token(engine: Any) -> float:
             first: list[float] = []
 
@@ -66,25 +64,22 @@ def _first_token(ctx: Context) -> Row:
                 raise AssertionError(f"the streamed answer went wrong: {result.as_json()}")
             return first[0] - t0
 
-        cand: list[float] = []
-        base: list[float] = []
+        with_redactor, without = _engine(config, scrubbed), _engine(config, plain)
         # Many rounds: one first token is ~2 ms of loopback I/O on a shared machine, and
         # the difference sought is a few microseconds.
-        for i in range(max(3, ctx.sizes.inproc_iterations // 20) + 2):
-            order = engines if i % 2 == 0 else engines[::-1]
-            got = [first_token(e) for e in order]
-            if i >= 2:  # warm-up
-                c, b = got if i % 2 == 0 else got[::-1]
-                cand.append(c)
-                base.append(b)
+        cand, base = interleaved(
+            lambda: first_token(with_redactor),
+            lambda: first_token(without),
+            max(3, ctx.sizes.inproc_iterations // 20),
+        )
         for adapter in kept.values():
             adapter.close()
     return Row(
         GROUP,
         f"streamed first token, 5 keys redacted (rest held back {STREAM_GAP * 1000:g} ms)",
         Unit.MICROS,
-        Summary.of(cand),
-        Summary.of(base),
+        cand,
+        base,
         "the same engine and adapter, no redactor",
         Target.at_most(Measure.ADDED_MEDIAN, 100e-6, "<= 100 us added"),
     )

@@ -163,3 +163,19 @@ def paired(
             fn()
             out.append((clock() - t0) * 1e-9)
     return Summary.of(c), Summary.of(b)
+
+
+def interleaved(
+    cand: Callable[[], float], base: Callable[[], float], rounds: int, warmup: int = 2
+) -> tuple[Summary, Summary]:
+    """Like `paired`, for calls that measure themselves (a time to first token, say): each
+    returns its own figure; who goes first flips each round; `warmup` rounds are dropped."""
+    c: list[float] = []
+    b: list[float] = []
+    for i in range(rounds + warmup):
+        first, second = (cand, base) if i % 2 == 0 else (base, cand)
+        got = (first(), second())
+        if i >= warmup:
+            c.append(got[0] if i % 2 == 0 else got[1])
+            b.append(got[1] if i % 2 == 0 else got[0])
+    return Summary.of(c), Summary.of(b)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import write_loopback_workdir
 from tests.loopback import Exchange, LoopbackServer
 
 OPENAI_KEY = "corp-Gw-7f3a9c1e55d0b2aa9e41"
@@ -77,28 +78,16 @@ def proxy() -> Iterator[EchoProxy]:
 
 @pytest.fixture
 def workdir(tmp_path: Path, proxy: EchoProxy) -> Path:
-    base = proxy.server.url
-    (tmp_path / "support-ask.yaml").write_text(
-        f"""\
-product: Acme Cloud
-policy: {{retries: 0, budget: 10, timeout: 5}}
-deployments:
-  - name: primary
-    provider: openai
-    model: gpt-4o-mini
-    api_key_env: OPENAI_API_KEY
-    base_url: {base}/v1
-    context_window: 128000
-  - name: fallback
-    provider: anthropic
-    model: claude-haiku-4-5
-    api_key_env: ANTHROPIC_API_KEY
-    base_url: {base}
-    context_window: 200000
-state: {{path: state.json}}
-log: {{path: attempts.jsonl, include_text: true}}
-"""
+    write_loopback_workdir(
+        tmp_path, proxy.server.url, "Open Settings.", retries=0, budget=10, timeout=5
     )
+    config = tmp_path / "support-ask.yaml"
+    # The question and answer logged too: the attempt log must hold no key either.
+    text = config.read_text().replace(
+        "  path: attempts.jsonl\n", "  path: attempts.jsonl\n  include_text: true\n"
+    )
+    assert "include_text: true" in text
+    config.write_text(text)
     return tmp_path
 
 
@@ -191,6 +180,7 @@ def test_a_key_echoed_into_the_answer_is_on_no_output_and_in_no_file(
 
     for done in (plain, as_json):
         assert OPENAI_KEY not in written(workdir, done)
+    assert "Your proxy saw ***" in (workdir / "attempts.jsonl").read_text()  # answers logged
     assert proxy.calls() == 2
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway.model import ErrorKind, ProviderError, Reply, Request
-from gateway.providers.failures import malformed, protocol_failure, stream_error, truncated
+from gateway.providers.failures import malformed, protocol_failure, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, decode_json
 
@@ -148,10 +148,7 @@ class MessageStream:
 
     def reply(self, text: str) -> Reply:
         if not self.finished:
-            refused = self.refused_so_far(text)
-            if refused is None:
-                raise truncated()
-            return refused
+            return unfinished(self.refused_so_far(text))
         return self._reply(text)
 
     def refused_so_far(self, text: str) -> Reply | None:

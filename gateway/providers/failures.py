@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gateway.model import ErrorKind, Failure, ProviderError, Timer
+from gateway.model import ErrorKind, Failure, ProviderError, Reply, Timer
 
 
 def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
@@ -40,6 +40,14 @@ def malformed(detail: str) -> ProviderError:
 def truncated(detail: str = "the stream ended before the model finished") -> ProviderError:
     """A stream that stopped without its end marker: a dropped connection, in effect."""
     return protocol_failure(ErrorKind.NETWORK, detail)
+
+
+def unfinished(refused: Reply | None) -> Reply:
+    """How a stream that ended without its end marker reads: the refusal it had already
+    signalled (`StreamParser.refused_so_far`) is the answer; anything else was cut short."""
+    if refused is None:
+        raise truncated()
+    return refused
 
 
 def timed_out(detail: str, timer: Timer, *, silent: bool) -> ProviderError:

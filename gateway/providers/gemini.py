@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from gateway.model import Reply, Request
-from gateway.providers.failures import malformed, stream_error, truncated
+from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
 
@@ -188,7 +188,7 @@ class GenerateStream:
 
     def reply(self, text: str) -> Reply:
         if self._finish_reason is None and self._block_reason is None:
-            raise truncated()
+            return unfinished(self.refused_so_far(text))
         return self._reply(text)
 
     def refused_so_far(self, text: str) -> Reply | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.model import Reply, Request
-from gateway.providers.failures import malformed, stream_error, truncated
+from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
 
@@ -180,10 +180,7 @@ class ChatStream:
 
     def reply(self, text: str) -> Reply:
         if self._finish_reason is None and not self.finished:
-            refused = self.refused_so_far(text)
-            if refused is None:
-                raise truncated()
-            return refused
+            return unfinished(self.refused_so_far(text))
         return self._reply(text)
 
     def refused_so_far(self, text: str) -> Reply | None:

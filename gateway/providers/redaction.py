@@ -3,6 +3,7 @@ error details."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -12,7 +13,13 @@ _SECRET_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key", "cookie"}
 )
 _SECRET_FRAGMENTS = ("key", "auth", "token", "secret", "cookie", "password")
-_SECRET_QUERY = re.compile(r"([?&](?:key|api[-_]?key|access_token|token)=)[^&#]*", re.IGNORECASE)
+
+
+@functools.cache
+def _secret_query() -> re.Pattern[str]:
+    # Compiled on first use: every run builds its redactor from this module, and only the
+    # `--debug` HTTP log needs the pattern.
+    return re.compile(r"([?&](?:key|api[-_]?key|access_token|token)=)[^&#]*", re.IGNORECASE)
 
 
 def _is_secret(name: str) -> bool:
@@ -32,7 +39,7 @@ def secret_values(headers: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def redact_url(url: str) -> str:
-    return _SECRET_QUERY.sub(r"\1***", url)
+    return _secret_query().sub(r"\1***", url)
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
