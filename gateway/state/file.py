@@ -20,13 +20,13 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.model import Cooldown, CooldownBasis, ErrorKind
-from gateway.state import rules
+from gateway.model import Cooldown
+from gateway.state import codec, rules
 from gateway.state.local import Change, LocalStore
 from gateway.state.records import DEFAULT_LIMITS, EMPTY, Lease, Limits, State
 
@@ -36,8 +36,6 @@ VERSION = 1
 MAX_BYTES = 1 << 20
 # `.corrupt`, then `.corrupt.1` ... : a second bad file never replaces the first one's copy.
 _ASIDE_COPIES = 10
-_KINDS = frozenset(kind.value for kind in ErrorKind)
-_BASES = frozenset(basis.value for basis in CooldownBasis)
 
 Warn = Callable[[str], None]
 
@@ -60,54 +58,6 @@ class _Newer(_BadFile):
 class _Parsed:
     state: State
     dropped: tuple[str, ...] = ()  # one reason per entry that could not be believed
-
-
-class _BadEntry(Exception):
-    pass
-
-
-def _time(raw: Mapping[str, object], key: str) -> float:
-    value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _BadEntry(f"its {key} is not a number")
-    if not rules.sane_time(float(value)):
-        raise _BadEntry(f"its {key} ({value!r}) is not a believable time")
-    return float(value)
-
-
-def _optional(raw: Mapping[str, object], key: str, kind: type) -> object:
-    value = raw.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
-        raise _BadEntry(f"its {key} is not a {kind.__name__}")
-    return value
-
-
-def _entry(name: str, raw: object) -> Cooldown:
-    if not isinstance(raw, dict):
-        raise _BadEntry("it is not an object")
-    kind, basis = raw.get("kind"), raw.get("basis", CooldownBasis.POLICY.value)
-    if not isinstance(kind, str) or kind not in _KINDS:
-        raise _BadEntry("its kind is unknown")
-    if not isinstance(basis, str) or basis not in _BASES:
-        raise _BadEntry("its basis is unknown")
-    until, started = _time(raw, "until"), _time(raw, "started")
-    if until < started:
-        raise _BadEntry("it ends before it started")
-    trips = _optional(raw, "trips", int)
-    status, code = _optional(raw, "status", int), _optional(raw, "code", str)
-    deployment, credential = _optional(raw, "deployment", str), _optional(raw, "credential", str)
-    return Cooldown(
-        name=name,
-        deployment=str(deployment or name),
-        until=until,
-        kind=ErrorKind(kind),
-        started=started,
-        status=status if isinstance(status, int) else None,
-        code=code if isinstance(code, str) else None,
-        trips=max(1, trips) if isinstance(trips, int) else 1,
-        basis=CooldownBasis(basis),
-        credential=credential if isinstance(credential, str) else None,
-    )
 
 
 def _parse(data: bytes) -> _Parsed:
@@ -142,8 +92,8 @@ def _parse(data: bytes) -> _Parsed:
     dropped: list[str] = []
     for name, raw in cooldowns.items():
         try:
-            entries[name] = _entry(name, raw)
-        except _BadEntry as bad:
+            entries[name] = codec.load(name, raw)
+        except codec.BadEntry as bad:
             dropped.append(f"the entry for {name!r} was dropped: {bad}")
     leases: dict[str, Lease] = {}
     raw_leases = doc.get("leases")
@@ -151,9 +101,9 @@ def _parse(data: bytes) -> _Parsed:
         try:
             holder = raw.get("holder") if isinstance(raw, dict) else None
             if not isinstance(holder, str):
-                raise _BadEntry("no holder")
-            leases[name] = Lease(_time(raw, "until"), holder)
-        except _BadEntry:
+                raise codec.BadEntry("no holder")
+            leases[name] = Lease(codec.time_of(raw, "until"), holder)
+        except codec.BadEntry:
             continue  # a lease is seconds long: a bad one is simply not honoured
     raw_cursors = doc.get("cursors")
     cursors = {
@@ -165,25 +115,10 @@ def _parse(data: bytes) -> _Parsed:
 
 
 def _dump(state: State) -> bytes:
-    def entry(c: Cooldown) -> dict[str, object]:
-        out: dict[str, object] = {
-            "until": c.until,
-            "kind": str(c.kind),
-            "started": c.started,
-            "trips": c.trips,
-            "basis": str(c.basis),
-            "status": c.status,
-            "code": c.code,
-            "credential": c.credential,
-        }
-        if c.deployment != c.name:
-            out["deployment"] = c.deployment
-        return out
-
     doc = {
         "version": VERSION,
         "salt": state.salt or rules.new_salt(),
-        "cooldowns": {name: entry(c) for name, c in sorted(state.entries.items())},
+        "cooldowns": {name: codec.dump(c) for name, c in sorted(state.entries.items())},
         "leases": {
             name: {"until": lease.until, "holder": lease.holder}
             for name, lease in sorted(state.leases.items())
