@@ -31,7 +31,7 @@ class AskOptions:
     words: tuple[str, ...] = ()
     articles: tuple[Path, ...] = ()
     config: Path | None = None
-    state: Path | None = None
+    state: str | None = None
     product: str | None = None
     json: bool = False
     stream: bool = False
@@ -156,7 +156,7 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str, redactor: 
     articles = wiring.read_articles(opts.articles, warn=diag.warn)
     request = wiring.build_request(config, question, articles, product=opts.product)
     store = wiring.open_store(
-        wiring.state_path(opts.state, environ=environ, config=config),
+        wiring.state_location(opts.state, environ=environ, config=config),
         warn=diag.warn,
         config=config,
     )

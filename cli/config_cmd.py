@@ -22,7 +22,8 @@ from cli.common import CONFIG_HELP, STATE_HELP, can_call
 
 if TYPE_CHECKING:
     from cli.diag import Diag
-    from gateway.config import Deployment, Policy
+    from gateway.config import Config, Deployment, Policy
+    from gateway.state.location import RedisURL
 
 SET = "✓ set"
 UNSET = "✗ not set"
@@ -100,7 +101,30 @@ def deployment_json(d: Deployment, environ: Mapping[str, str]) -> dict[str, obje
     }
 
 
-def check(config_flag: Path | None, state_flag: Path | None, diag: Diag, *, as_json: bool) -> int:
+def state_check(state: Path | RedisURL, config: Config, diag: Diag) -> str | None:
+    """None when the state can be reached (a file always can: it is made on first use);
+    for Redis, whether it answered a PING, else why not. Said as a warning, not an error:
+    without Redis every question still runs, on the local file."""
+    if isinstance(state, Path):
+        return None
+    from cli import wiring
+    from gateway.state.redis import RedisStore
+
+    store = wiring.open_store(state, warn=lambda _: None, config=config, read_only=True)
+    assert isinstance(store, RedisStore)
+    try:
+        problem = store.check()
+    finally:
+        store.close()
+    if problem is not None:
+        diag.warn(
+            f"Redis at {state} is not reachable ({problem}): questions will keep their "
+            "cooldowns in the local state file until it is"
+        )
+    return problem
+
+
+def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_json: bool) -> int:
     from cli import wiring
     from cli.exitcodes import ExitCode
     from gateway.attemptlog import resolve_log_path
@@ -152,8 +176,13 @@ def check(config_flag: Path | None, state_flag: Path | None, diag: Diag, *, as_j
         out.append(f"long_context: {first}")
         out.extend(f"     {line}" for line in rest)
 
-    state = wiring.state_path(state_flag, environ=environ, config=config)
-    out.append(f"state: {state}{'' if state.exists() else ' (not created yet)'}")
+    state = wiring.state_location(state_flag, environ=environ, config=config)
+    reachable = state_check(state, config, diag)
+    if isinstance(state, Path):
+        out.append(f"state: {state}{'' if state.exists() else ' (not created yet)'}")
+    else:
+        said = "connected" if reachable is None else f"could not connect: {reachable}"
+        out.append(f"state: {state} (prefix {config.state.prefix}): {said}")
     log = resolve_log_path(None, environ, config.log)
     out.append(f"log: {log}{'' if config.log.enabled else ' (disabled)'}")
     if config.max_fallback_rate is not None:
@@ -176,6 +205,7 @@ def check(config_flag: Path | None, state_flag: Path | None, diag: Diag, *, as_j
                 "deployments": [deployment_json(d, environ) for d in config.deployments],
                 "long_context": None if lc is None else deployment_json(lc, environ),
                 "state": str(state),
+                "state_reachable": reachable is None,
                 "log": str(log),
                 "log_enabled": config.log.enabled,
                 "max_fallback_rate": config.max_fallback_rate,
@@ -265,7 +295,7 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")
         ] = None,
         state: Annotated[
-            Path | None, typer.Option("--state", help=STATE_HELP, metavar="FILE")
+            str | None, typer.Option("--state", help=STATE_HELP, metavar="FILE|URL")
         ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print one JSON object (every problem, or all).")

@@ -18,20 +18,23 @@ if TYPE_CHECKING:
     from cli.diag import Diag
     from gateway.config import Config
     from gateway.model import Cooldown
+    from gateway.state.location import RedisURL
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")]
-StateOpt = Annotated[Path | None, typer.Option("--state", help=STATE_HELP, metavar="FILE")]
+StateOpt = Annotated[str | None, typer.Option("--state", help=STATE_HELP, metavar="FILE|URL")]
 
 
-def _setup(config_flag: Path | None, state_flag: Path | None, diag: Diag) -> tuple[Config, Path]:
+def _setup(
+    config_flag: Path | None, state_flag: str | None, diag: Diag
+) -> tuple[Config, Path | RedisURL]:
     from cli import wiring
 
     # The "using the bundled default" notice is noise here: the listing names the file.
     config = wiring.load_settings(config_flag, environ=os.environ, notice=lambda _: None)
-    return config, wiring.state_path(state_flag, environ=os.environ, config=config)
+    return config, wiring.state_location(state_flag, environ=os.environ, config=config)
 
 
-def list_cooldowns(config: Config, path: Path, diag: Diag, *, as_json: bool) -> int:
+def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json: bool) -> int:
     from cli import wiring
     from gateway.credentials import current
 
@@ -116,11 +119,23 @@ def _as_json(c: Cooldown, state: str, now: float) -> dict[str, object]:
     }
 
 
-def reset(config: Config, path: Path, name: str | None, diag: Diag) -> int:
+def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -> int:
     from cli import wiring
     from cli.exitcodes import ExitCode
+    from gateway.state.location import RedisURL
 
     store = wiring.open_store(path, warn=diag.warn, config=config)
+    if isinstance(path, RedisURL):
+        from gateway.state.redis import RedisStore
+
+        assert isinstance(store, RedisStore)
+        problem = store.check()
+        if problem is not None:
+            raise wiring.CliError(
+                f"could not reach Redis at {path} ({problem}): nothing was cleared",
+                ExitCode.IO_ERROR,
+                fix="start Redis or correct state.url / --state, then run the reset again",
+            )
     entries = store.entries()
     recorded = {c.deployment for c in entries} | {c.name for c in entries}
     if name is not None:
@@ -147,7 +162,7 @@ def reset(config: Config, path: Path, name: str | None, diag: Diag) -> int:
     # A store that cannot write keeps going in memory (right for a question, which must not
     # fail over a cache); for a reset that would be a lie. Read the state back as the next
     # invocation will see it.
-    after = wiring.open_store(path, warn=lambda _: None, read_only=True).entries()
+    after = wiring.open_store(path, warn=lambda _: None, config=config, read_only=True).entries()
     left = {c.deployment for c in after if c.name in wanted}
     if left:
         raise wiring.CliError(
@@ -226,8 +241,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _inherit(
-    ctx: typer.Context, config: Path | None, state: Path | None
-) -> tuple[Path | None, Path | None]:
+    ctx: typer.Context, config: Path | None, state: str | None
+) -> tuple[Path | None, str | None]:
     """`cooldowns --state X reset` and `cooldowns reset --state X` mean the same."""
     parent = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
     return config or parent[0], state or parent[1]

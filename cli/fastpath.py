@@ -34,7 +34,7 @@ class Kind(Enum):
 ASK_OPTIONS: Mapping[str, tuple[tuple[str, ...], Kind, type]] = {
     "articles": (("--articles", "-a"), Kind.MULTI, Path),
     "config": (("--config", "-c"), Kind.VALUE, Path),
-    "state": (("--state",), Kind.VALUE, Path),
+    "state": (("--state",), Kind.VALUE, str),  # a path or a redis:// URL
     "product": (("--product",), Kind.VALUE, str),
     "json": (("--json",), Kind.FLAG, bool),
     "stream": (("--stream",), Kind.FLAG, bool),

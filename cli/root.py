@@ -104,8 +104,8 @@ def _register_ask(app: typer.Typer) -> None:
             typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE"),
         ] = None,
         state: Annotated[
-            Path | None,
-            typer.Option("--state", help=STATE_HELP, metavar="FILE"),
+            str | None,
+            typer.Option("--state", help=STATE_HELP, metavar="FILE|URL"),
         ] = None,
         product: Annotated[
             str | None,

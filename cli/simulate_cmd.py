@@ -47,7 +47,7 @@ class SimOptions:
     json: bool = False
     quiet: bool = False
     config: Path | None = None
-    state: Path | None = None
+    state: str | None = None
     seed: int | None = None
 
 
@@ -123,7 +123,8 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
     clock = SystemClock() if opts.real_time else VirtualClock(start_wall=time.time())
     store: StateStore
     if opts.state is not None:
-        store = wiring.open_store(opts.state, warn=diag.warn, config=config)
+        location = wiring.state_location(opts.state, environ=os.environ, config=config)
+        store = wiring.open_store(location, warn=diag.warn, config=config)
         if not opts.real_time:
             from gateway.state.realtime import RealTimeStore
 
@@ -253,11 +254,11 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")
         ] = None,
         state: Annotated[
-            Path | None,
+            str | None,
             typer.Option(
                 "--state",
                 help=STATE_HELP + " Default here: a temporary, in-memory state.",
-                metavar="FILE",
+                metavar="FILE|URL",
             ),
         ] = None,
         seed: Annotated[

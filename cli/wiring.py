@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gateway.redactor import Redactor
     from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secret import Secret
+    from gateway.state.location import RedisURL
 
 Warn = Callable[[str], None]
 
@@ -52,29 +53,72 @@ def load_settings(flag: Path | None, *, environ: Mapping[str, str], notice: Warn
     return load_config(path)
 
 
-def state_path(flag: Path | None, *, environ: Mapping[str, str], config: Config) -> Path:
-    from gateway.config import resolve_state_path
+def state_location(
+    flag: str | None, *, environ: Mapping[str, str], config: Config
+) -> Path | RedisURL:
+    """--state, $SUPPORT_ASK_STATE, state.url, state.path, the user state dir: a path for
+    the file store, a redis:// URL for Redis. A URL that cannot be used is the user's to
+    fix (a flag: 2; the variable: 78), said without its password."""
+    from gateway.config import resolve_state
+    from gateway.state.location import LocationError
 
-    return resolve_state_path(flag, environ, config)
+    try:
+        return resolve_state(flag, environ, config)
+    except LocationError as exc:
+        origin = "--state" if flag else "$SUPPORT_ASK_STATE"
+        raise CliError(
+            f"{origin}: {exc}",
+            ExitCode.USAGE if flag else ExitCode.CONFIG,
+            fix="give a file path, or redis://[user:password@]host:port/db (rediss:// for TLS)",
+        ) from None
 
 
 def open_store(
-    path: Path, *, warn: Warn, config: Config | None = None, read_only: bool = False
+    location: Path | RedisURL,
+    *,
+    warn: Warn,
+    config: Config | None = None,
+    read_only: bool = False,
 ) -> StateStore:
-    """The state store at `path`. With `config`, records of names it no longer has are
-    pruned, and no deadline beyond its longest max_cooldown is believed. `read_only`: for
-    listings, which report a bad state file and never move, rewrite or create one."""
+    """The state store at `location`. With `config`, records of names it no longer has
+    are pruned, no deadline beyond its longest max_cooldown is believed, and Redis gets
+    its prefix and timeouts. `read_only`: for listings, which report a bad state and
+    never move, rewrite or create anything."""
     from gateway.state.file import FileStore
     from gateway.state.records import DEFAULT_LIMITS, Limits
 
-    if config is None:
-        return FileStore(path, warn=warn, read_only=read_only)
-    from gateway.credentials import record_names
+    limits, known = DEFAULT_LIMITS, None
+    if config is not None:
+        from gateway.credentials import record_names
 
-    longest = max(d.policy.max_cooldown for d in config.all_deployments())
-    limits = Limits(max_cooldown=longest, remember=max(longest, DEFAULT_LIMITS.remember))
-    return FileStore(
-        path, warn=warn, read_only=read_only, limits=limits, known=record_names(config)
+        longest = max(d.policy.max_cooldown for d in config.all_deployments())
+        limits = Limits(max_cooldown=longest, remember=max(longest, DEFAULT_LIMITS.remember))
+        known = record_names(config)
+    if isinstance(location, Path):
+        return FileStore(location, warn=warn, read_only=read_only, limits=limits, known=known)
+    from gateway.config import StateSettings, local_state_path
+    from gateway.state.redis import RedisStore
+
+    settings = StateSettings() if config is None else config.state
+    local = local_state_path(config) if config is not None else None
+
+    def fallback() -> StateStore:
+        if local is None:
+            from gateway.state.memory import MemoryStore
+
+            return MemoryStore(limits=limits, known=known)
+        return FileStore(local, warn=warn, read_only=read_only, limits=limits, known=known)
+
+    return RedisStore(
+        location,
+        fallback=fallback,
+        warn=warn,
+        prefix=settings.prefix,
+        connect_timeout=settings.connect_timeout,
+        timeout=settings.timeout,
+        limits=limits,
+        known=known,
+        read_only=read_only,
     )
 
 

@@ -417,7 +417,10 @@ class _Question:
             until=now + cooldown,
             kind=failure.kind,
             now=now,
-            detail=failure.detail,
+            # What classifies the failure, never its text: that can echo the question.
+            status=failure.status,
+            code=failure.code,
+            cap=turn.deployment.policy.max_cooldown,
             # An auth cooldown ends as soon as the key changes: the fix is a new key.
             credential=turn.key if failure.kind is ErrorKind.AUTH else None,
         )

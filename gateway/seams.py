@@ -98,11 +98,10 @@ class StateStore(Protocol):
         deployment: str | None = None,
         credential: Secret | None = None,
         cap: float | None = None,
-        detail: str = "",
     ) -> None:
         """Record a cooldown. Only ever extends: a shorter `until` leaves a longer one alone;
         one taken after the last ended (a failed probe) lasts at least twice as long; none
-        lasts beyond `cap` from now. `detail` (provider text) is never stored."""
+        lasts beyond `cap` from now."""
         ...
 
     def clear(self, name: str | None = None) -> None:

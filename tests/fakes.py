@@ -113,7 +113,11 @@ _STATUS = {
 
 
 def failure(
-    kind: ErrorKind, *, retry_after: float | None = None, detail: str | None = None
+    kind: ErrorKind,
+    *,
+    retry_after: float | None = None,
+    detail: str | None = None,
+    code: str | None = None,
 ) -> Failure:
     """A failure as the classifier would report it for `kind` (its decision from the one table)."""
     return Failure(
@@ -122,6 +126,7 @@ def failure(
         detail=detail or f"simulated {kind}",
         status=_STATUS[kind],
         retry_after=retry_after,
+        code=code,
     )
 
 

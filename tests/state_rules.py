@@ -30,7 +30,6 @@ def a_cooldown_holds_until_it_ends_keeping_only_what_classifies_it(store: StateS
         now=T,
         status=429,
         code="rate_limit_exceeded",
-        detail="429: You asked 'how do I cancel my account' too often",
     )
     (cooldown,) = store.active(T + 59.9, {}).values()
     assert (cooldown.name, cooldown.deployment, cooldown.kind) == (
@@ -40,7 +39,6 @@ def a_cooldown_holds_until_it_ends_keeping_only_what_classifies_it(store: StateS
     )
     assert (cooldown.status, cooldown.code, cooldown.trips) == (429, "rate_limit_exceeded", 1)
     assert (cooldown.started, cooldown.until) == (T, T + 60)
-    assert "cancel" not in repr(store.entries()), "provider text is never kept"
     assert store.active(T + 60, {}) == {}
     assert [c.name for c in store.entries()] == ["primary"], "ended ones still listed"
 

@@ -187,7 +187,7 @@ def test_simulate_with_state_shares_its_cooldowns(home: Path) -> None:
 
 def _cool(path: Path, name: str, *, seconds: float, kind: ErrorKind) -> None:
     now = time.time()
-    FileStore(path).cool(name, until=now + seconds, kind=kind, now=now, detail=f"{kind} seen")
+    FileStore(path).cool(name, until=now + seconds, kind=kind, now=now)
 
 
 def test_cooldowns_lists_time_left_class_and_start(home: Path) -> None:

@@ -183,7 +183,16 @@ def test_the_common_path_imports_only_what_it_needs(workdir: Path, providers: Pr
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
     # Typer is skipped for a plain question (cli.fastpath); rich is needed only for a
     # table; the tokenizer only when a window is at stake; other adapters never.
-    unwanted = ("typer", "rich", "tiktoken", "pydantic", "gateway.providers.gemini")
+    # Redis only when the state is a redis:// URL.
+    unwanted = (
+        "typer",
+        "rich",
+        "tiktoken",
+        "pydantic",
+        "gateway.providers.gemini",
+        "redis",
+        "gateway.state.redis",
+    )
     assert not {m for m in imported if m.startswith(unwanted)}
 
 

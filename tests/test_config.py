@@ -21,7 +21,7 @@ from gateway.config import (
     load_config,
     load_config_text,
     load_default_config,
-    resolve_state_path,
+    resolve_state,
 )
 from gateway.config import cache as config_cache
 from gateway.config import validate as config_validate
@@ -1228,16 +1228,67 @@ def test_a_named_config_that_is_missing_is_an_error_not_a_fallthrough(
     assert ("--config" if via == "flag" else "$SUPPORT_ASK_CONFIG") in caught.value.message
 
 
-def test_state_path_order_flag_env_config_user_dir(user_dirs: Path) -> None:
+def test_state_order_flag_env_config_user_dir(user_dirs: Path) -> None:
     plain = load_config_text(GOOD, "t.yaml")
     configured = load_config_text(GOOD + "state: {path: /srv/c.json}\n", "t.yaml")
+    redis = load_config_text(GOOD + "state: {url: 'redis://u:pw@cache:6380/3'}\n", "t.yaml")
     env = {"SUPPORT_ASK_STATE": "/env/c.json"}
 
     default = user_dirs / "xdg-state" / "support-ask" / "cooldowns.json"
-    assert resolve_state_path(None, {}, plain) == default
-    assert resolve_state_path(None, {}, configured) == Path("/srv/c.json")
-    assert resolve_state_path(None, env, configured) == Path("/env/c.json")
-    assert resolve_state_path(Path("/flag/c.json"), env, configured) == Path("/flag/c.json")
+    assert resolve_state(None, {}, plain) == default
+    assert resolve_state(None, {}, configured) == Path("/srv/c.json")
+    assert resolve_state(None, env, configured) == Path("/env/c.json")
+    assert resolve_state("/flag/c.json", env, configured) == Path("/flag/c.json")
+    assert str(resolve_state(None, {}, redis)) == "redis://cache:6380/3"
+    assert resolve_state(None, env, redis) == Path("/env/c.json"), "the variable wins"
+    url = {"SUPPORT_ASK_STATE": "rediss://a:pw@h:1/0"}
+    assert str(resolve_state(None, url, plain)) == "rediss://h:1/0", "a URL selects Redis"
+    assert str(resolve_state("redis://h/2", url, plain)) == "redis://h:6379/2"
+
+
+def test_state_settings_are_validated_and_the_password_never_shown(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            GOOD + "state: {url: 'redis://bot:S3cret-pw@h:6380/1', prefix: team-a, "
+            "connect_timeout: 0.1, timeout: 0.5}\n",
+        )
+    )
+    assert config.state.url is not None and config.state.url.shown == "redis://h:6380/1"
+    assert (config.state.prefix, config.state.connect_timeout, config.state.timeout) == (
+        "team-a",
+        0.1,
+        0.5,
+    )
+    assert "S3cret-pw" not in repr(config)
+    for bad, fragment in (
+        ("{url: 'redis://bot:S3cret-pw@h:99999/1'}", "not a valid Redis URL"),
+        ("{url: 'http://bot:S3cret-pw@h/1'}", "redis:// or rediss://"),
+        ("{url: 'redis://bot:S3cret-pw@h/x'}", "must be a number"),
+        ("{url: 'redis://h/0', path: /tmp/x.json}", "not both"),
+        ("{prefix: 'a b'}", "not a usable prefix"),
+        ("{timeout: 30}", "at most 5"),
+        ("{connect_timeout: 0}", "greater than 0"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            load_config(write(tmp_path, GOOD + f"state: {bad}\n", name=f"s{len(bad)}.yaml"))
+        assert fragment in str(caught.value) and "S3cret-pw" not in str(caught.value)
+        assert (caught.value.key or "").startswith("state.")
+
+
+def test_a_config_with_a_redis_url_is_never_cached(
+    tmp_path: Path, private_cache: Path, validations: list[str]
+) -> None:
+    path = write(tmp_path, GOOD + "state: {url: 'redis://bot:S3cret-pw@h:6380/1'}\n")
+    load_config(path)
+    load_config(path)
+    assert len(validations) == 2, "validated each time: the URL is not copied anywhere"
+    folder = private_cache.parent
+    assert not any(b"S3cret-pw" in p.read_bytes() for p in folder.rglob("*") if p.is_file())
+    plain = write(tmp_path, GOOD, name="plain.yaml")
+    load_config(plain)
+    load_config(plain)
+    assert len(validations) == 3, "a config without a URL is still cached"
 
 
 # -- the cache of validated configs --------------------------------------------------------

@@ -76,7 +76,6 @@ def test_cooldowns_are_shared_through_the_file(path: Path) -> None:
 def test_the_file_keeps_what_classifies_a_failure_and_a_fingerprint_never_the_key(
     fstore: FileStore, path: Path
 ) -> None:
-    question = "How do I cancel the account of jane@example.com?"
     fstore.cool(
         "key:OPENAI_API_KEY",
         until=T + 60,
@@ -86,13 +85,11 @@ def test_the_file_keeps_what_classifies_a_failure_and_a_fingerprint_never_the_ke
         status=401,
         code="invalid_api_key",
         deployment="primary",
-        detail=f"401 invalid_api_key: Incorrect API key provided; you asked {question!r}",
     )
-    fstore.cool("fallback", until=T + 60, kind=ErrorKind.SERVER, now=T, detail=question)
+    fstore.cool("fallback", until=T + 60, kind=ErrorKind.SERVER, now=T)
     raw = path.read_bytes()
     assert KEY.reveal().encode() not in raw
     assert KEY.reveal()[8:].encode() not in raw  # not even the key's tail
-    assert b"jane" not in raw and b"cancel" not in raw and b"Incorrect" not in raw
     doc = json.loads(raw)
     assert doc["version"] == 1
     bytes.fromhex(doc["salt"])
@@ -425,7 +422,7 @@ while not (folder / "go").exists():
     time.sleep(0.001)
 now = 1_700_000_000.0
 for j in range(3):
-    store.cool(f"d{index}-{j}", until=now + 100, kind=ErrorKind.SERVER, now=now, detail=str(index))
+    store.cool(f"d{index}-{j}", until=now + 100, kind=ErrorKind.SERVER, now=now)
 store.cool("shared", until=now + 1000 + index, kind=ErrorKind.RATE_LIMIT, now=now)
 """
 

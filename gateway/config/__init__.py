@@ -21,6 +21,7 @@ from gateway.config.model import (
     Deployment,
     LogSettings,
     Policy,
+    StateSettings,
 )
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
         CONFIG_ENV,
         STATE_ENV,
         find_config,
-        resolve_state_path,
+        local_state_path,
+        resolve_state,
         user_config_file,
     )
     from gateway.config.load import default_config_text, load_config, load_default_config
@@ -45,12 +47,14 @@ __all__ = [
     "Deployment",
     "LogSettings",
     "Policy",
+    "StateSettings",
     "default_config_text",
     "find_config",
     "load_config",
     "load_config_text",
     "load_default_config",
-    "resolve_state_path",
+    "local_state_path",
+    "resolve_state",
     "user_config_file",
 ]
 
@@ -61,7 +65,8 @@ _LAZY = {
     "CONFIG_ENV": "find",
     "STATE_ENV": "find",
     "find_config": "find",
-    "resolve_state_path": "find",
+    "resolve_state": "find",
+    "local_state_path": "find",
     "user_config_file": "find",
     "default_config_text": "load",
     "load_config": "load",

@@ -27,7 +27,14 @@ from enum import Enum
 from pathlib import Path, PurePath
 
 from gateway.config.find import APP_NAME
-from gateway.config.model import BUNDLED_SOURCE, Config, Deployment, LogSettings, Policy
+from gateway.config.model import (
+    BUNDLED_SOURCE,
+    Config,
+    Deployment,
+    LogSettings,
+    Policy,
+    StateSettings,
+)
 from gateway.model import ProviderKind
 
 _CACHE_FORMAT = 1
@@ -40,7 +47,9 @@ _CACHE_ENTRIES = 8  # configs remembered, the most recently stored first
 # those (FAT: 2 s).
 _SETTLE_FINE_S = 0.1
 _SETTLE_COARSE_S = 2.0
-_RECORDS: dict[str, type] = {c.__name__: c for c in (Config, Deployment, Policy, LogSettings)}
+_RECORDS: dict[str, type] = {
+    c.__name__: c for c in (Config, Deployment, Policy, LogSettings, StateSettings)
+}
 
 
 # (which config, which state of it and of the code that validated it, may it be stored).
@@ -150,6 +159,8 @@ def store(key: _CacheKey | None, config: Config) -> None:
         return
     if any(d.headers for d in config.all_deployments()):
         return  # header values may be credentials (a gateway's own key): never copied
+    if config.state.url is not None:
+        return  # a Redis URL may hold a password: never copied
     import json
 
     name, version, _ = key

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from gateway.config.model import Config
+    from gateway.state.location import RedisURL
 
 CONFIG_ENV = "SUPPORT_ASK_CONFIG"
 STATE_ENV = "SUPPORT_ASK_STATE"
@@ -56,12 +57,24 @@ def user_config_file() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.yaml"
 
 
-def resolve_state_path(flag: Path | None, environ: Mapping[str, str], config: Config) -> Path:
-    """The cooldown state file: --state, $SUPPORT_ASK_STATE, state.path, the user state dir."""
-    if flag is not None:
-        return flag.expanduser()
+def resolve_state(flag: str | None, environ: Mapping[str, str], config: Config) -> Path | RedisURL:
+    """Where the shared state lives: --state, $SUPPORT_ASK_STATE, state.url, state.path,
+    the user state dir. A redis:// or rediss:// URL selects Redis, a path the file store.
+    Raises LocationError (naming no password) for a URL that cannot be used."""
+    from gateway.state.location import parse_location
+
+    if flag:
+        return parse_location(flag)
     if environ.get(STATE_ENV):
-        return Path(environ[STATE_ENV]).expanduser()
+        return parse_location(environ[STATE_ENV])
+    if config.state.url is not None:
+        return config.state.url
+    return local_state_path(config)
+
+
+def local_state_path(config: Config) -> Path:
+    """The state file of this machine: state.path, else the user state dir's. It is also
+    where cooldowns go while Redis is down."""
     if config.state_path is not None:
         return config.state_path
     import platformdirs

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 from gateway.model import ProviderKind
 
 if TYPE_CHECKING:
+    from gateway.state.location import RedisURL
+
+if TYPE_CHECKING:
     from collections.abc import Sequence
 
 # The `source` of the config used when no file is found.
@@ -57,6 +60,21 @@ class Deployment:
 
 
 @dataclass(frozen=True)
+class StateSettings:
+    """Where the shared state lives besides `Config.state_path`: a Redis server, if any.
+
+    `url` (a `gateway.state.location.RedisURL`, whose password is a secret) selects the
+    Redis store; `prefix` starts every key, so teams can share a server; the timeouts
+    (seconds) bound what a Redis that is down or slow can cost a question.
+    """
+
+    url: RedisURL | None = None
+    prefix: str = "support-ask"
+    connect_timeout: float = 0.25
+    timeout: float = 0.25
+
+
+@dataclass(frozen=True)
 class LogSettings:
     """The attempt log (JSON Lines)."""
 
@@ -77,6 +95,7 @@ class Config:
     max_output_tokens: int = 400
     prompt: Path | None = None  # None = the bundled portable prompt
     state_path: Path | None = None  # None = platformdirs user state dir / cooldowns.json
+    state: StateSettings = field(default_factory=StateSettings)
     source: str = BUNDLED_SOURCE  # where this config came from, for messages
     log: LogSettings = field(default_factory=LogSettings)
     max_fallback_rate: float | None = None

@@ -18,6 +18,7 @@ from gateway.config.model import (
     Deployment,
     LogSettings,
     Policy,
+    StateSettings,
 )
 from gateway.model import ProviderKind
 
@@ -67,7 +68,7 @@ _DEPLOYMENT_KEYS = (
     "headers",
     "policy",
 )
-_STATE_KEYS = ("path",)
+_STATE_KEYS = ("path", "url", "prefix", "connect_timeout", "timeout")
 _LOG_KEYS = tuple(f.name for f in fields(LogSettings))
 
 # Patterns, compiled (and cached by `re`) only when a file is validated: a cached config
@@ -443,9 +444,11 @@ class _Reader:
                 None, lambda: self.deployment(top["long_context"][1], "long_context", policy, seen)
             )
 
-        state_path = None
+        state_path: Path | None = None
+        state = StateSettings()
         if "state" in top and not self.is_null(top["state"][1]):
-            state_path = self.gather(None, lambda: self.state(top["state"][1]))
+            unset: tuple[Path | None, StateSettings] = (None, state)
+            state_path, state = self.gather(unset, lambda: self.state(top["state"][1]))
 
         log = LogSettings()
         if "log" in top and not self.is_null(top["log"][1]):
@@ -467,6 +470,7 @@ class _Reader:
             max_output_tokens=max_output_tokens,
             prompt=prompt,
             state_path=state_path,
+            state=state,
             source=self.source,
             log=log,
             max_fallback_rate=max_fallback_rate,
@@ -504,9 +508,52 @@ class _Reader:
         ]
         return tuple(d for d in checked if d is not None)
 
-    def state(self, node: Node) -> Path | None:
-        state = self.mapping(node, "state", _STATE_KEYS, where=" in state")
-        return self.path_value(state.get("path", (None, None))[1], "state.path")
+    def state(self, node: Node) -> tuple[Path | None, StateSettings]:
+        entries = self.mapping(node, "state", _STATE_KEYS, where=" in state")
+        path = self.path_value(entries.get("path", (None, None))[1], "state.path")
+        settings = StateSettings()
+        url_node = entries.get("url", (None, None))[1]
+        text = self.optional_text(url_node, "state.url", secret=True)
+        if text is not None and url_node is not None:
+            from gateway.state.location import SCHEMES, LocationError, RedisURL
+
+            if not text.startswith(SCHEMES):
+                self.fail(url_node, "state.url", "expected a redis:// or rediss:// URL")
+            try:
+                settings = replace(settings, url=RedisURL.parse(text))
+            except LocationError as exc:
+                self.fail(url_node, "state.url", str(exc))
+            if path is not None:
+                self.fail(
+                    url_node,
+                    "state.url",
+                    "give state.path or state.url, not both (with Redis down, the local "
+                    "file is the user state dir's)",
+                )
+        if "prefix" in entries:
+            prefix = self.text(entries["prefix"][1], "state.prefix")
+            if not re.match(r"[A-Za-z0-9][A-Za-z0-9_.:-]*\Z", prefix):
+                self.fail(
+                    entries["prefix"][1],
+                    "state.prefix",
+                    f"{prefix!r} is not a usable prefix: letters, digits, '-', '_', '.', ':'",
+                )
+            settings = replace(settings, prefix=prefix)
+        waits = {"connect_timeout": settings.connect_timeout, "timeout": settings.timeout}
+        for key in waits:
+            if key in entries:
+                value = self.number(entries[key][1], f"state.{key}", minimum=0.0, above=True)
+                if value > 5:
+                    self.fail(
+                        entries[key][1],
+                        f"state.{key}",
+                        f"{value:g} s is longer than any question should wait for its "
+                        "state; at most 5",
+                    )
+                waits[key] = value
+        return path, replace(
+            settings, connect_timeout=waits["connect_timeout"], timeout=waits["timeout"]
+        )
 
     def fallback_rate(self, node: Node) -> float:
         rate = self.number(node, "max_fallback_rate", minimum=0.0)

@@ -57,9 +57,7 @@ class LocalStore(ABC):
         deployment: str | None = None,
         credential: Secret | None = None,
         cap: float | None = None,
-        detail: str = "",  # provider text: never stored (it can echo the question)
     ) -> None:
-        del detail
         new = Cooldown(name, deployment or name, until, kind, now, status, code, 1, basis)
         limit = self.limits.max_cooldown if cap is None else min(cap, self.limits.max_cooldown)
 

@@ -47,7 +47,6 @@ class RealTimeStore:
         deployment: str | None = None,
         credential: Secret | None = None,
         cap: float | None = None,
-        detail: str = "",
     ) -> None:
         real = self._wall()
         self._inner.cool(

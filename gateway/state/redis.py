@@ -147,7 +147,7 @@ class RedisStore:
             where = getattr(self._local, "path", "the local state")
             self._warn(
                 f"state: Redis at {self.location.shown} is not usable ({why}); this run "
-                f"keeps its cooldowns in {where}"
+                f"keeps its cooldowns in the local file {where}"
             )
             self.close()
         return self._local
@@ -245,7 +245,6 @@ class RedisStore:
         deployment: str | None = None,
         credential: Secret | None = None,
         cap: float | None = None,
-        detail: str = "",  # provider text: never stored (it can echo the question)
     ) -> None:
         if self._local is not None or self.read_only:
             if self._local is not None:
