@@ -206,7 +206,7 @@ def test_plain_coercion_gives_typed_values_and_rejects_bad_ones(
     assert isinstance(opts, sim.SimOptions)
     assert opts.requests == 3
     assert opts.articles == (Path("kb"), Path("more"))
-    assert opts.state == Path("s.json") and opts.fail == ("p=429",)
+    assert opts.state == "s.json" and opts.fail == ("p=429",)  # a path or a redis:// URL
     bad = CliRunner().invoke(build_app(), ["simulate", "-n", "three"])
     assert bad.exit_code == 2
     assert "'three' is not a valid int" in bad.stderr
