@@ -31,6 +31,8 @@ BENCHMARKS = {
     "content": ("bench.content", "5 token counting and article loading, 1 MB and 10 MB"),
     "redaction": ("bench.redaction", "7 redacting keys: streamed first token, the scrubber"),
     "sse": ("bench.sse", "8 SSE decoder: a 2 MiB event, chunked vs whole"),
+    "quality": ("bench.quality", "9 help-centre quality: recall within a budget vs page BM25"),
+    "scale": ("bench.scale", "10 help-centre speed and memory: index, warm question, edit"),
 }
 
 
@@ -113,6 +115,7 @@ def _row_json(row: Row) -> dict[str, object]:
         "baseline_summary": summary(row.base),
         "ratio": None if row.ratio != row.ratio else row.ratio,
         "value": row.value,
+        "base_value": row.base_value,
         "target": None if row.target is None else row.target.text,
         "verdict": str(row.verdict),
         "note": row.note,

@@ -21,6 +21,11 @@ class Sizes:
     state_single: int  # single-process read+update rounds
     article_sizes: tuple[int, ...]  # bytes of generated articles
     article_reps: int
+    real_docs: bool  # the Debian manuals (bench/setup), else examples/kb and a generated set
+    budgets: tuple[int, ...]  # the quality sweep's --max-article-tokens, beside the default
+    kb_rounds: int  # fresh-process rounds for the help-centre speed rows
+    build_rounds: int  # cold index builds of the large set
+    generated_bytes: int  # the generated HTML set, when not real_docs
 
 
 FULL = Sizes(
@@ -33,6 +38,11 @@ FULL = Sizes(
     state_single=1000,
     article_sizes=(1_000_000, 10_000_000),
     article_reps=5,
+    real_docs=True,
+    budgets=(2000, 4000, 8000, 16000),
+    kb_rounds=15,
+    build_rounds=3,
+    generated_bytes=0,
 )
 
 SMOKE = Sizes(
@@ -45,6 +55,11 @@ SMOKE = Sizes(
     state_single=20,
     article_sizes=(100_000,),
     article_reps=1,
+    real_docs=False,
+    budgets=(500,),
+    kb_rounds=2,
+    build_rounds=1,
+    generated_bytes=2_000_000,
 )
 
 

@@ -12,7 +12,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,10 +32,16 @@ class Command:
     name: str
     argv: Sequence[str]
     expect_stdout: bytes | None = None  # when set, a run that prints anything else is an error
+    env: Mapping[str, str] | None = None  # instead of the environment `interleave` is given
+    before: Callable[[int], None] | None = None  # untimed, before each run (the round number)
 
 
 class RunFailed(Exception):
     """A candidate did not do what it is measured doing: the benchmark is broken, not slow."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message.splitlines()[0][:200]  # a short why, for a table
 
 
 def run_once(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> Run:
@@ -82,7 +88,9 @@ def interleave(
     for i in range(warmup + rounds):
         shift = i % len(commands)
         for command in [*commands[shift:], *commands[:shift]]:
-            run = run_once(command.argv, env=env, cwd=cwd)
+            if command.before is not None:
+                command.before(i)
+            run = run_once(command.argv, env=command.env or env, cwd=cwd)
             _check(command, run)
             if i >= warmup:
                 runs[command.name].append(run)

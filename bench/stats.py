@@ -51,6 +51,9 @@ class Unit(StrEnum):
     MILLIS = "ms"
     MICROS = "us"
     MIB = "MiB"
+    MB_PER_S = "MB/s"
+    PER_S = "/s"
+    PERCENT = "%"
     COUNT = ""
 
 
@@ -60,6 +63,9 @@ _SCALE = {
     Unit.MILLIS: 1e-3,
     Unit.MICROS: 1e-6,
     Unit.MIB: 1024 * 1024,
+    Unit.MB_PER_S: 1e6,  # stored as bytes per second
+    Unit.PER_S: 1.0,
+    Unit.PERCENT: 0.01,  # stored as a fraction
     Unit.COUNT: 1.0,
 }
 
@@ -81,18 +87,25 @@ class Measure(StrEnum):
     ADDED_P99 = "added p99"  # candidate p99 - baseline p99
     MEDIAN = "median"  # the candidate's own median
     TOTAL = "total"  # a single figure (e.g. lost updates), in `Row.value`
+    ADDED_TOTAL = "added total"  # `Row.value` - `Row.base_value` (e.g. recall over a baseline)
 
 
 @dataclass(frozen=True)
 class Target:
-    """Limits on a row's figures, all of which must hold (each figure <= its limit)."""
+    """Limits on a row's figures, all of which must hold: each figure <= its limit, and
+    each figure >= its floor (for figures where more is better, such as recall)."""
 
     text: str  # how the table states it, e.g. "<= 1.3x httpx"
     limits: tuple[tuple[Measure, float], ...]
+    floors: tuple[tuple[Measure, float], ...] = ()
 
     @classmethod
     def at_most(cls, measure: Measure, limit: float, text: str) -> Target:
         return cls(text, ((measure, limit),))
+
+    @classmethod
+    def at_least(cls, text: str, *floors: tuple[Measure, float]) -> Target:
+        return cls(text, (), tuple(floors))
 
 
 class Verdict(StrEnum):
@@ -114,12 +127,19 @@ class Row:
     target: Target | None = None
     value: float | None = None  # for Measure.TOTAL rows: the one figure
     note: str = ""
+    base_value: float | None = None  # the baseline's one figure, beside `value`
 
     def figure(self, measure: Measure) -> float:
         cand, base = self.cand, self.base
         if measure is Measure.TOTAL:
             return math.nan if self.value is None else self.value
         if cand is None:
+            if self.value is None or self.base_value is None:
+                return math.nan
+            if measure is Measure.ADDED_TOTAL:
+                return self.value - self.base_value
+            if measure is Measure.RATIO and self.base_value > 0:
+                return self.value / self.base_value
             return math.nan
         if measure is Measure.MEDIAN:
             return cand.median
@@ -142,6 +162,10 @@ class Row:
         for measure, limit in self.target.limits:
             got = self.figure(measure)
             if math.isnan(got) or got > limit:
+                return Verdict.MISS
+        for measure, floor in self.target.floors:
+            got = self.figure(measure)
+            if math.isnan(got) or got < floor:
                 return Verdict.MISS
         return Verdict.PASS
 

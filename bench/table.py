@@ -30,14 +30,18 @@ def _cells(row: Row) -> tuple[str, ...]:
         median = show(row.cand.median, unit)
         spread = f"{show(row.cand.p10, unit)} - {show(row.cand.p90, unit)}"
     base_median = "" if row.base is None else show(row.base.median, unit)
+    if row.base is None and row.base_value is not None:
+        base_median = show(row.base_value, unit)
     ratio = row.ratio
     ratio_text = "" if math.isnan(ratio) else f"{ratio:.2f}x"
     added = ""
-    if row.cand is not None and row.base is not None and unit is not Unit.MIB:
+    if row.cand is not None and row.base is not None and (unit is not Unit.MIB or row.target):
         added = (
             f"{show(row.figure(Measure.ADDED_MEDIAN), unit)} / "
             f"{show(row.figure(Measure.ADDED_P99), unit)}"
         )
+    elif row.cand is None and row.value is not None and row.base_value is not None:
+        added = show(row.figure(Measure.ADDED_TOTAL), unit)
     target = "" if row.target is None else row.target.text
     verdict = str(row.verdict) if row.verdict is not Verdict.INFO or row.target else ""
     name = row.name if not row.note else f"{row.name} ({row.note})"
