@@ -2,6 +2,12 @@
 
 `os.wait4` gives one child's own resource usage (getrusage(RUSAGE_CHILDREN) would give
 the largest of all children waited for so far), so every run carries its own peak RSS.
+But a child's peak RSS starts from the RSS of the process it was forked from (Linux keeps
+the high-water mark of the address space that exec replaced), so a child of this process,
+which holds a parsed manual and a BM25 index, would report this process's size. Each
+measured command is therefore started by a small launcher (`_LAUNCHER`: a bare
+interpreter) that spawns it, times it, waits for it and reports its usage: the command's
+peak RSS starts from the launcher's few MiB, not from ours.
 Candidates run interleaved, round by round, in an order that rotates each round, so drift
 in the machine's load falls on all of them alike.
 """
@@ -10,8 +16,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,25 +50,56 @@ class RunFailed(Exception):
         self.reason = reason or message.splitlines()[0][:200]  # a short why, for a table
 
 
+# argv: report-fd, command... The command inherits stdin/stdout/stderr, the environment and
+# the working directory; the launcher writes "wall cpu maxrss-KiB exit-code" to report-fd.
+_LAUNCHER = """\
+import os, sys, time
+fd = int(sys.argv[1]); os.set_inheritable(fd, False)
+start = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+report = (wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+os.write(fd, " ".join(map(str, report)).encode())
+"""
+
+
 def run_once(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> Run:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=dict(env), cwd=cwd
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait
-        out.seek(0)
-        err.seek(0)
-        return Run(
-            wall=wall,
-            cpu=usage.ru_utime + usage.ru_stime,
-            maxrss=usage.ru_maxrss * 1024,  # Linux reports KiB
-            code=proc.returncode,
-            stdout=out.read(),
-            stderr=err.read(),
-        )
+    read_end, write_end = os.pipe()
+    launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(write_end)]
+    try:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                [*launcher, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=dict(env),
+                cwd=cwd,
+                pass_fds=(write_end,),
+            )
+            os.close(write_end)
+            write_end = -1
+            with os.fdopen(read_end, "rb") as report:
+                read_end = -1
+                fields = report.read().split()
+            if proc.wait() != 0 or len(fields) != 4:
+                err.seek(0)
+                raise RunFailed(f"could not start {argv[0]}: {err.read()[-1000:]!r}")
+            out.seek(0)
+            err.seek(0)
+            return Run(
+                wall=float(fields[0]),
+                cpu=float(fields[1]),
+                maxrss=int(fields[2]) * 1024,  # Linux reports KiB
+                code=int(fields[3]),
+                stdout=out.read(),
+                stderr=err.read(),
+            )
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
 
 
 def _check(command: Command, run: Run) -> None:

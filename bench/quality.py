@@ -15,9 +15,10 @@ deployment (bench.tool), at the default budget and at each budget of the sweep
   server received (case, punctuation and spacing aside).
 
 The baseline ranks whole pages with bm25s (bench.bm25) and fills the same number of
-tokens as support-ask sent for that question (its `articles`' tokens; the budget when the
-tree does not say), once with whole pages only and once cutting the last page to fit;
-its recalls are judged the same two ways on the text it would send.
+tokens as support-ask's articles took in the prompt it sent for that question (exact
+cl100k counts: the system prompt's count less that of the same prompt with no article),
+once with whole pages only and once cutting the last page to fit; its recalls are judged
+the same two ways on the text it would send.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import selection
 from bench.bm25 import PageBM25
 from bench.context import Context
 from bench.docsets import (
@@ -67,7 +69,7 @@ class Tally:
 
     page: list[bool] = field(default_factory=list)
     evidence: list[bool] = field(default_factory=list)
-    tokens: list[float] = field(default_factory=list)
+    exact: list[float] = field(default_factory=list)  # articles' tokens in the prompt sent
     seconds: list[float] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # questions not answered, with why
 
@@ -119,6 +121,7 @@ def run(ctx: Context) -> list[Row]:
     whole = {b: Tally() for b in budgets}
     cut = {b: Tally() for b in budgets}
     unsupported = ""
+    overhead = _prompt_overhead()
     with Loopback() as server:
         tool = Tool(ctx.support_ask, ctx.folder("quality-tool"), server)
         with contextlib.suppress(RunFailed):  # counted below, question by question
@@ -138,24 +141,27 @@ def run(ctx: Context) -> list[Row]:
                     tool_tally[budget].evidence.append(False)
                 else:
                     _score(tool_tally[budget], sent, q, folder, tool.home)
-                    fill_tokens = _tokens_sent(sent, budget)
+                    fill_tokens = _tokens_sent(sent, overhead)
+                    tool_tally[budget].exact.append(float(fill_tokens))
                 for tally, is_cut in ((whole[budget], False), (cut[budget], True)):
                     if baseline is None:
                         continue
                     filled = baseline.fill(q.text, fill_tokens, cut=is_cut)
                     tally.page.append(any(p in q.answers for p in filled.pages))
                     tally.evidence.append(_evidence_in(filled.text, q))
-                    tally.tokens.append(filled.tokens)
+                    tally.exact.append(filled.tokens)
                     tally.seconds.append(filled.seconds)
 
     group = f"9 quality, {docset.name} ({len(questions)} q)"
     rows: list[Row] = []
     for budget in budgets:
         rows += _rows(group, budget, tool_tally[budget], whole[budget], cut[budget])
+        if budget is DEFAULT:
+            rows += _selection(ctx, group, folder, questions, tool, baseline, tool_tally[budget])
     if unsupported:
         rows.append(Row(group, "support-ask budget sweep", Unit.COUNT,
                         note=f"skipped: this tree has no {unsupported}"))  # fmt: skip
-    _report_misses(questions, tool_tally[DEFAULT])
+    _report_misses(questions, tool_tally)
     return rows
 
 
@@ -174,16 +180,22 @@ def _baseline(pages: Sequence[Page], *, required: bool) -> PageBM25 | None:
     return baseline
 
 
-def _tokens_sent(sent: Sent, budget: int | None) -> int:
-    """How many tokens the baseline may fill: what the tool says its passages took, else
-    the budget, else (a tree that sends every article) the whole prompt's count."""
-    if sent.tokens is not None:
-        return sent.tokens
-    if budget is not None:
-        return budget
+def _prompt_overhead() -> int:
+    """Exact tokens of the system prompt with no article in it (the tree's own template,
+    product as in bench.question's config): subtracted from a prompt's count, it leaves
+    what its articles took."""
+    from gateway.tokens import count_tokens
+    from prompts import load_prompt, render
+
+    return count_tokens(render(load_prompt(None), product="Acme Cloud", articles=()))
+
+
+def _tokens_sent(sent: Sent, overhead: int) -> int:
+    """Exact (cl100k) tokens of the articles part of the prompt the tool sent: what the
+    baseline may fill (the tool's own `tokens` in its JSON are an estimate)."""
     from gateway.tokens import count_tokens
 
-    return count_tokens(sent.prompt)
+    return max(0, count_tokens(sent.system) - overhead)
 
 
 def _score(tally: Tally, sent: Sent, q: Question, folder: Path, cwd: Path) -> None:
@@ -192,7 +204,6 @@ def _score(tally: Tally, sent: Sent, q: Question, folder: Path, cwd: Path) -> No
     if sent.articles is not None:
         paths = {relative(str(a.get("path", "")), folder, cwd) for a in sent.articles}
         tally.page.append(bool(paths & set(q.answers)))
-        tally.tokens.append(float(sent.tokens or 0))
 
 
 def _target(base: Tally | None) -> Target | None:
@@ -209,8 +220,8 @@ def _target(base: Tally | None) -> Target | None:
 def _rows(group: str, budget: int | None, tool: Tally, whole: Tally, cut: Tally) -> list[Row]:
     label = "default budget" if budget is None else f"budget {budget:,}"
     notes = []
-    if tool.tokens:
-        notes.append(f"{Summary.of(tool.tokens).median:,.0f} tokens median")
+    if tool.exact:
+        notes.append(f"{Summary.of(tool.exact).median:,.0f} tokens median")
     if tool.failed:
         notes.append(f"{len(tool.failed)} not answered")
     if not tool.page:
@@ -237,10 +248,40 @@ def _rows(group: str, budget: int | None, tool: Tally, whole: Tally, cut: Tally)
     return rows
 
 
-def _report_misses(questions: Sequence[Question], tally: Tally) -> None:
-    """Which questions missed at the default budget, on stderr: what to look at."""
-    for q, hit in zip(questions, tally.page, strict=False):
+def _selection(
+    ctx: Context,
+    group: str,
+    folder: Path,
+    questions: Sequence[Question],
+    tool: Tool,
+    baseline: PageBM25 | None,
+    tally: Tally,
+) -> list[Row]:
+    """The selection's cost per question in-process, at the default budget, beside the
+    baseline's rank + fill of the same number of tokens."""
+    if not selection.available():
+        return [Row(group, "passage selection, in-process", Unit.MILLIS,
+                    note="skipped: this tree has no gateway.knowledge")]  # fmt: skip
+    budget = selection.default_budget(tool.config)
+    fill = [int(t) for t in tally.exact] if len(tally.exact) == len(questions) else []
+    fill = fill or [budget or 0] * len(questions)
+    repeats = 1 if ctx.smoke else 5
+    cand, base = selection.costs(folder, ctx.folder("quality-select-cache"), questions,
+                                 budget, baseline, fill, repeats)  # fmt: skip
+    name = f"passage selection, in-process, default budget ({budget:,} estimated tokens)"
+    if base is None:
+        return [Row(group, name, Unit.MILLIS, cand)]
+    return [Row(group, name, Unit.MILLIS, cand, base, "page BM25 rank + fill")]
+
+
+def _report_misses(questions: Sequence[Question], tallies: dict[int | None, Tally]) -> None:
+    """Which questions missed at the default budget, and why questions went unanswered at
+    any budget, on stderr: what to look at."""
+    for q, hit in zip(questions, tallies[DEFAULT].page, strict=False):
         if not hit:
             print(f"#   missed: {q.text} (answers: {', '.join(q.answers)})", file=sys.stderr)
-    for failure in tally.failed:
-        print(f"#   not answered: {failure}", file=sys.stderr)
+    for budget, tally in tallies.items():
+        if tally.failed:
+            label = "default budget" if budget is None else f"budget {budget:,}"
+            print(f"#   {label}: {len(tally.failed)} not answered, the first: {tally.failed[0]}",
+                  file=sys.stderr)  # fmt: skip

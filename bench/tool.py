@@ -35,14 +35,8 @@ class Sent:
 
     run: Run
     prompt: str  # every message's text, as the server received it
+    system: str  # the system messages' text: the rendered prompt, articles and all
     articles: tuple[Mapping[str, Any], ...] | None  # the JSON's `articles`; None: no such field
-
-    @property
-    def tokens(self) -> int | None:
-        """Tokens of the passages sent, by the tool's own count (None if it does not say)."""
-        if self.articles is None:
-            return None
-        return sum(int(a.get("tokens") or 0) for a in self.articles)
 
 
 class Unsupported(Exception):
@@ -89,8 +83,10 @@ class Tool:
         result = json.loads(run.stdout)
         body = json.loads(self.server.last_body)
         prompt = "\n".join(_texts(body))
+        system = "\n".join(_texts(body, role="system"))
         articles_sent = result.get("articles")
-        return Sent(run, prompt, None if articles_sent is None else tuple(articles_sent))
+        listed = None if articles_sent is None else tuple(articles_sent)
+        return Sent(run, prompt, system, listed)
 
     def index_argv(self, folder: Path, *extra: str) -> list[str]:
         return [*self.argv, "index", str(folder), *extra]
@@ -108,10 +104,13 @@ class Tool:
         return run
 
 
-def _texts(body: Mapping[str, Any]) -> list[str]:
-    """Every text of an OpenAI chat request's messages (string or content parts)."""
+def _texts(body: Mapping[str, Any], role: str | None = None) -> list[str]:
+    """Every text of an OpenAI chat request's messages (string or content parts), or of
+    those of one role."""
     out = []
     for message in body.get("messages", []):
+        if role is not None and message.get("role") != role:
+            continue
         content = message.get("content")
         if isinstance(content, str):
             out.append(content)
