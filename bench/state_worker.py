@@ -54,7 +54,7 @@ def filestore_update(path: Path) -> Callable[[str, float, float], None]:
     store = FileStore(path)
 
     def cool(name: str, until: float, now: float) -> None:
-        store.cool(name, until=until, kind=ErrorKind.RATE_LIMIT, now=now, detail="429")
+        store.cool(name, until=until, kind=ErrorKind.RATE_LIMIT, now=now, status=429)
 
     return cool
 
