@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
+    import typer
+
     from cli.ask import AskOptions
     from cli.diag import Diag
 
@@ -29,12 +31,21 @@ def version() -> str:
         return "unknown"
 
 
+def _options(args: Sequence[str]) -> Sequence[str]:
+    """The arguments before `--` (after it, everything is the question's words)."""
+    return args[: args.index("--")] if "--" in args else args
+
+
 def _wants_version(args: Sequence[str]) -> bool:
-    options = args[: args.index("--")] if "--" in args else args
-    return "--version" in options
+    return "--version" in _options(args)
 
 
 def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
+    from cli import started
+    from cli.signals import stop_on_signals
+
+    started.mark()  # the question's budget is measured from here (see cli.started)
+    stop_on_signals()
     args = list(sys.argv[1:] if argv is None else argv)
     if _wants_version(args):
         try:
@@ -52,8 +63,47 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     from cli.root import build_app
 
     app = build_app()
+    if "--json" in _options(args) and _routes_to_ask(args):
+        raise SystemExit(_ask_with_json_usage_errors(app, args, prog_name))
     app(args=args, prog_name=prog_name)
     raise SystemExit(0)  # Typer exits itself in standalone mode; this is for the type checker
+
+
+def _routes_to_ask(args: Sequence[str]) -> bool:
+    from cli import routing
+
+    return args[:1] == [routing.DEFAULT_COMMAND] or routing.routes_to_default(
+        args, routing.command_names()
+    )
+
+
+def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: str) -> int:
+    """`ask --json` whose command line Typer rejects (`--budget soon`, an unknown flag)
+    still prints its one JSON object: Typer says what is wrong on stderr as usual, and
+    stdout carries the failure in the result's shape, so `| jq .answer` reads null."""
+    import typer.main
+    from typer import _click
+
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except _click.exceptions.ClickException as exc:
+        if markup_mode() is not None:
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)
+        else:
+            exc.show()
+        from cli.exitcodes import ExitCode
+        from cli.failure import Failure, write_failure_json
+
+        if exc.exit_code == ExitCode.USAGE:
+            fix = f"see `{prog_name} ask --help`"
+            write_failure_json(Failure(ExitCode.USAGE, exc.format_message(), fix))
+        return exc.exit_code
+    except _click.exceptions.Abort:
+        return 130  # ExitCode.INTERRUPTED: Ctrl-C while Typer parsed
+    return code if isinstance(code, int) else 0
 
 
 def _fast_ask(opts: AskOptions) -> int:
@@ -88,41 +138,36 @@ def run_guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> int:
     """Run a command body; a user's or provider's fault becomes a message and its exit code,
     a bug becomes exit 1 (the traceback only with --debug). Never prints a key."""
     from cli.exitcodes import ExitCode
-    from cli.wiring import CliError
-    from gateway.config import ConfigError
+    from cli.failure import failure_of
 
     try:
         code = int(action())
         # Inside the guard: a reader gone before the last line left is exit 141 here, not
         # "Exception ignored" and 120 when the interpreter flushes on its way out.
         sys.stdout.flush()
-    except CliError as exc:
-        diag.error(exc.message, fix=exc.fix)
-        code = exc.code
-    except ConfigError as exc:
-        for problem in exc.problems:  # every problem of the file, each with file:line: key
-            diag.error(str(problem))
-        code = ExitCode.CONFIG
-    except KeyboardInterrupt:
-        diag.error("interrupted")
-        code = ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more can be said on stdout, and it is not
         # a bug. Exit as a shell reports a tool that SIGPIPE ended, so `set -o pipefail`
         # scripts see the same status they see for `yes | head`.
         _silence_stdout()
         code = ExitCode.BROKEN_PIPE
-    except Exception as exc:
-        if debug:
+    except (Exception, KeyboardInterrupt) as exc:
+        failure = failure_of(exc)
+        if failure is None:
+            raise
+        if failure.code is ExitCode.INTERNAL and debug:
             import traceback
 
             traceback.print_exc(file=diag.stream)
-        diag.error(
-            f"internal error ({type(exc).__name__}: {exc})",
-            fix="this is a bug in support-ask: run again with --debug for the traceback, "
-            "and report it",
-        )
-        code = ExitCode.INTERNAL
+        try:
+            if failure.problems:  # every problem of the file, each with file:line: key
+                for problem in failure.problems:
+                    diag.error(str(problem))
+            else:
+                diag.error(failure.message, fix=failure.fix)
+        except OSError:  # SIGHUP: the terminal may be gone; the exit code still says it
+            pass
+        code = failure.code
     return int(code)
 
 

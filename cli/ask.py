@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +17,21 @@ from typing import TYPE_CHECKING
 from cli.diag import Diag, is_tty
 from cli.exitcodes import ExitCode, exit_code_for
 from cli.wiring import CliError
-from gateway.model import FailureKind, Result, Status
+from gateway.model import (
+    Attempt,
+    FailureKind,
+    QuestionError,
+    Result,
+    Route,
+    Status,
+    TextSink,
+)
 
 if TYPE_CHECKING:
+    from cli.render import AttemptsDisplay
     from gateway.config import Config
     from gateway.redactor import Redactor
+    from gateway.seams import StateStore
 
 STDIN = "-"
 
@@ -111,12 +121,46 @@ def report_outcome(
         diag.notice(notice)
 
 
+@dataclass
+class _Stdout:
+    """Whether the run's one JSON object is out: a failure after it must not add another."""
+
+    result_written: bool = False
+
+
 def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> int:
+    """Ask, and with --json print one object on stdout however the run ends: the Result,
+    or (when the engine never produced one) the failure in the same shape."""
+    out = _Stdout()
+    try:
+        return _run_ask(opts, diag, show_help, out)
+    except (Exception, KeyboardInterrupt) as exc:
+        if opts.json and not out.result_written:
+            from cli.failure import failure_of, write_failure_json
+
+            failure = failure_of(exc)
+            if failure is not None:
+                write_failure_json(failure, json_lines=opts.stream)
+        raise
+
+
+def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _Stdout) -> int:
     from cli import wiring
 
     raw = read_question(opts.words)
     if raw is None:
         show_help()
+        if opts.json:
+            from cli.failure import Failure, write_failure_json
+
+            write_failure_json(
+                Failure(
+                    ExitCode.USAGE,
+                    "no question given, and stdin is a terminal",
+                    fix='support-ask "How do I reset my password?" --json',
+                ),
+                json_lines=opts.stream,
+            )
         return ExitCode.USAGE
     question = raw.strip()
     if not question:
@@ -141,10 +185,110 @@ def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> i
     check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
     redactor = redactor_for(config, environ)  # the run's one redactor, for every output
     with scrubbed_stdio(redactor), _logging(opts, redactor):
-        return _ask(opts, diag, config, question, redactor)
+        return _ask(opts, diag, config, question, redactor, out)
 
 
-def _ask(opts: AskOptions, diag: Diag, config: Config, question: str, redactor: Redactor) -> int:
+def _ask(
+    opts: AskOptions,
+    diag: Diag,
+    config: Config,
+    question: str,
+    redactor: Redactor,
+    out: _Stdout,
+) -> int:
+    from cli.render import AttemptsDisplay
+
+    stdout_tty = is_tty(sys.stdout)
+    # A live table and streamed text on the same terminal would tear each other apart.
+    live = diag.animate and not (opts.stream and stdout_tty)
+    show_final = not diag.quiet and (diag.is_tty or opts.show_attempts)
+    display = AttemptsDisplay(diag, live=live, show_final=show_final)
+    sink = None
+    if opts.stream:
+        from cli.output import StreamSink
+
+        sink = StreamSink(json_lines=opts.json)
+    from cli.started import process_start
+
+    started = process_start()
+    if started is None:
+        started = time.monotonic()
+    try:
+        result = _run_engine(opts, diag, config, question, redactor, display, sink)
+    except KeyboardInterrupt as stop:
+        # Ctrl-C, SIGTERM, SIGHUP: what was tried so far is still a question asked. Say
+        # it on stdout (--json) and in the log, then let the guard name the signal.
+        from cli.failure import failure_of
+
+        failure = failure_of(stop)
+        message = failure.message if failure is not None else "interrupted"
+        result = _interrupted(display.attempts, message, time.monotonic() - started, sink)
+        try:
+            if sink is not None:
+                sink.end_line()
+            if opts.json:
+                _write_stdout(opts, result, sink)
+                out.result_written = True
+        finally:
+            _log_question(opts, config, result, redactor.scrub(question), diag)
+        raise
+    ended = result.result
+    store = result.store
+    if sink is not None:
+        sink.end_line()  # before anything else is said on the terminal
+    display.print_final()
+
+    code = exit_code_for(ended)
+    retry_after = None
+    if code is ExitCode.TEMPFAIL:
+        from cli.common import seconds_until_callable
+
+        retry_after = seconds_until_callable(store, config, opts.environ, time.time())
+    try:
+        _write_stdout(opts, ended, sink, retry_after)
+        out.result_written = True
+        report_outcome(diag, ended, config, retry_after)
+    finally:
+        # Logged even when stdout's reader went away: the answer was paid for.
+        _log_question(opts, config, ended, redactor.scrub(question), diag)
+    return code
+
+
+def _interrupted(attempts: Sequence[Attempt], message: str, elapsed: float, sink: object) -> Result:
+    """The Result of a question stopped midway: its attempts so far, no answer."""
+    from cli.output import StreamSink
+
+    return Result(
+        status=Status.FAILED,
+        answer=None,
+        deployment=None,
+        provider=None,
+        model=None,
+        routed=Route.NORMAL,
+        input_tokens=0,
+        elapsed_s=elapsed,
+        attempts=tuple(attempts),
+        error=QuestionError(FailureKind.INTERRUPTED, message),
+        incomplete=isinstance(sink, StreamSink) and sink.wrote,
+        input_tokens_exact=False,
+    )
+
+
+@dataclass(frozen=True)
+class _Ran:
+    result: Result
+    store: StateStore
+
+
+def _run_engine(
+    opts: AskOptions,
+    diag: Diag,
+    config: Config,
+    question: str,
+    redactor: Redactor,
+    display: AttemptsDisplay,
+    sink: TextSink | None,
+) -> _Ran:
     from cli import wiring
 
     environ = opts.environ
@@ -161,21 +305,10 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str, redactor: 
         config=config,
     )
 
-    stdout_tty = is_tty(sys.stdout)
-    # A live table and streamed text on the same terminal would tear each other apart.
-    live = diag.animate and not (opts.stream and stdout_tty)
-    show_final = not diag.quiet and (diag.is_tty or opts.show_attempts)
-    sink = None
-    if opts.stream:
-        from cli.output import StreamSink
-
-        sink = StreamSink(json_lines=opts.json)
-
-    from cli.render import AttemptsDisplay
     from gateway.clock import SystemClock
 
     clock = SystemClock()
-    with AttemptsDisplay(diag, live=live, show_final=show_final) as display:
+    with display:
         engine = wiring.build_engine(
             config,
             store=store,
@@ -190,26 +323,12 @@ def _ask(opts: AskOptions, diag: Diag, config: Config, question: str, redactor: 
             # The engine decides when to count tokens exactly (only when a window is at
             # stake: loading the tokenizer costs more than the rest of a run); the JSON
             # says which (`input_tokens_exact`).
-            result = engine.ask(request, on_text=sink)
+            from cli.started import process_start
+
+            result = engine.ask(request, on_text=sink, started=process_start())
         finally:
             engine.close()
-    if sink is not None:
-        sink.end_line()  # before anything else is said on the terminal
-    display.print_final()
-
-    code = exit_code_for(result)
-    retry_after = None
-    if code is ExitCode.TEMPFAIL:
-        from cli.common import seconds_until_callable
-
-        retry_after = seconds_until_callable(store, config, environ, time.time())
-    try:
-        _write_stdout(opts, result, sink, retry_after)
-        report_outcome(diag, result, config, retry_after)
-    finally:
-        # Logged even when stdout's reader went away: the answer was paid for.
-        _log_question(opts, config, result, redactor.scrub(question), diag)
-    return code
+    return _Ran(result, store)
 
 
 def _write_stdout(

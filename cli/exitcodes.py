@@ -16,12 +16,14 @@ class ExitCode(IntEnum):
     DATAERR = 65  # fatal request: malformed, or too large for every deployment
     NOINPUT = 66  # empty question; no readable article
     UNAVAILABLE = 69  # no deployment could answer
-    TEMPFAIL = 75  # everything cooling down or rate-limited past the budget: retry later
     CANT_CREATE = 73  # config init: the file exists (and no --force), or cannot be created
     IO_ERROR = 74  # a file that had to be written was not: cooldowns reset's state file
+    TEMPFAIL = 75  # everything cooling down or rate-limited past the budget: retry later
     CONFIG = 78  # configuration error, named by file:line:key
+    HANGUP = 129  # SIGHUP (the terminal went away): what a shell reports for it
     INTERRUPTED = 130  # Ctrl-C: what a shell reports for a tool ended by SIGINT
     BROKEN_PIPE = 141  # stdout's reader went away (`| head`): as a shell reports SIGPIPE
+    TERMINATED = 143  # SIGTERM (`kill`, `timeout`, a supervisor): as a shell reports it
 
 
 # A failed question's kind says whether waiting would help (75) or the request is at
@@ -30,6 +32,8 @@ _FAILURE_EXIT: dict[FailureKind, ExitCode] = {
     FailureKind.UNAVAILABLE: ExitCode.TEMPFAIL,
     FailureKind.EXHAUSTED: ExitCode.UNAVAILABLE,
     FailureKind.INCOMPLETE: ExitCode.UNAVAILABLE,
+    # Which signal it was is the exception's to say (cli.signals); a Result alone says Ctrl-C.
+    FailureKind.INTERRUPTED: ExitCode.INTERRUPTED,
     FailureKind.TOO_LARGE: ExitCode.DATAERR,
     FailureKind.BAD_REQUEST: ExitCode.DATAERR,
 }

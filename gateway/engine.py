@@ -127,9 +127,18 @@ class Engine:
         self.close()
 
     def ask(
-        self, request: Request, *, on_text: TextSink | None = None, exact_tokens: bool = False
+        self,
+        request: Request,
+        *,
+        on_text: TextSink | None = None,
+        exact_tokens: bool = False,
+        started: float | None = None,
     ) -> Result:
-        """Answer one question through the deployments; never raises for a provider's fault."""
+        """Answer one question through the deployments; never raises for a provider's fault.
+
+        `started` is when the question began on the clock's monotonic time (the CLI passes
+        its process start, so work done before the engine, like reading the articles, is
+        spent from the same budget); by default, now."""
         seams = _Seams(
             store=self._store,
             clock=self._clock,
@@ -140,8 +149,9 @@ class Engine:
             key_for=self.key_for,
             provider_for=self.provider_for,
         )
-        # The budget starts here: every wait and call of this question is measured from it.
-        budget = Budget(self._clock.monotonic(), self.config.policy.budget)
+        # Every wait and call of this question is measured from its start.
+        start = self._clock.monotonic() if started is None else started
+        budget = Budget(start, self.config.policy.budget)
         return _Question(self.config, request, seams, budget, on_text, exact_tokens).run()
 
     def key_for(self, deployment: Deployment) -> KeyChoice:

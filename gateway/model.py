@@ -201,6 +201,7 @@ class FailureKind(StrEnum):
     TOO_LARGE = "too_large"  # no deployment's window holds the input (65)
     BAD_REQUEST = "bad_request"  # malformed request (65)
     INCOMPLETE = "incomplete"  # a stream broke after text was written (69)
+    INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or SIGHUP mid-question (130, 143, 129)
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,14 @@ class FakeEngine:
     def close(self) -> None:
         self.kwargs["closed"] = True
 
-    def ask(self, request: Request, *, on_text: Any = None, exact_tokens: bool = False) -> Result:
+    def ask(
+        self,
+        request: Request,
+        *,
+        on_text: Any = None,
+        exact_tokens: bool = False,
+        started: float | None = None,
+    ) -> Result:
         self.requests.append(request)
         self.kwargs["exact_tokens"] = exact_tokens
         if self.log_line:
@@ -318,6 +325,79 @@ def test_json_on_failure_has_a_null_answer_and_the_error(home: Path, engine: Any
     assert obj["status"] == "failed" and obj["answer"] is None
     assert obj["error"]["kind"] == "exhausted"
     assert [d["name"] for d in obj["error"]["deployments"]] == ["primary", "fallback"]
+
+
+def _one_object(stdout: str) -> dict[str, Any]:
+    lines = stdout.splitlines()
+    assert len(lines) == 1, stdout  # one object, never two
+    obj = json.loads(lines[0])
+    assert obj["schema_version"] == 1 and obj["answer"] is None
+    assert set(obj) >= {"status", "deployment", "routed", "attempts", "error", "elapsed_s"}
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "code", "kind"),
+    [
+        (["   ", "-a", "kb"], None, 66, "no_input"),
+        (["-", "-a", "kb"], "  \n", 66, "no_input"),
+        (["q", "-a", "no-such-kb"], None, 66, "no_input"),
+        (["q", "-a", "kb", "-d", "nope"], None, 2, "usage"),
+        (["q", "-a", "kb", "--budget", "0"], None, 2, "usage"),
+    ],
+)
+def test_json_prints_one_object_for_failures_before_the_engine_runs(
+    home: Path, engine: Any, args: list[str], stdin: str | None, code: int, kind: str
+) -> None:
+    fake = engine()
+    out = run([*args, "--json"], input=stdin)
+    assert out.exit_code == code
+    obj = _one_object(out.stdout)
+    assert (obj["status"], obj["error"]["kind"]) == ("fatal", kind)
+    assert obj["error"]["message"] and obj["error"]["message"] in out.stderr
+    assert obj["attempts"] == [] and obj["deployment"] is None
+    assert fake.requests == []
+
+
+def test_json_for_a_bad_config_lists_every_problem(home: Path, engine: Any) -> None:
+    bad = CONFIG.replace("product: Acme Cloud", "prodct: Acme").replace(
+        "context_window: 200000", "context_window: -1"
+    )
+    (home / "support-ask.yaml").write_text(bad)
+    out = run(["q", "-a", "kb", "--json", "--stream"])
+    assert out.exit_code == 78
+    obj = _one_object(out.stdout)
+    assert obj["type"] == "result"  # JSON Lines with --stream: the result line
+    assert (obj["status"], obj["error"]["kind"]) == ("fatal", "config")
+    assert [p["key"] for p in obj["error"]["problems"]] == [
+        "prodct",
+        "deployments[1].context_window",
+    ]
+
+
+def test_json_for_an_internal_error_and_for_ctrl_c(home: Path, engine: Any) -> None:
+    engine(boom=RuntimeError("unexpected state"))
+    out = run(["q", "-a", "kb", "--json"])
+    assert out.exit_code == 1
+    assert _one_object(out.stdout)["error"]["kind"] == "internal"
+
+    engine(FELL_BACK, boom=KeyboardInterrupt())
+    out = run(["q", "-a", "kb", "--json"])
+    assert out.exit_code == 130
+    obj = _one_object(out.stdout)
+    assert (obj["status"], obj["error"]["kind"]) == ("failed", "interrupted")
+    assert "interrupted" in out.stderr
+    logged = [json.loads(line) for line in (home / "attempts.jsonl").read_text().splitlines()]
+    assert logged and logged[-1]["outcome"] == "failed"  # the stopped question is logged
+
+
+def test_no_question_on_a_terminal_with_json_still_prints_an_object(
+    home: Path, engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ask_module, "stdin_is_tty", lambda: True)
+    out = run(["--json"])
+    assert out.exit_code == 2
+    assert _one_object(out.stdout)["error"]["kind"] == "usage"
 
 
 def test_stream_writes_each_delta_then_ends_the_line(home: Path, engine: Any) -> None:

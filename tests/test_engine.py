@@ -217,6 +217,17 @@ def test_the_whole_question_never_outlasts_the_budget_whatever_the_providers_do(
     assert h.providers["fallback"].timeouts == [10.0]
 
 
+def test_the_budget_counts_from_when_the_question_started_not_from_the_engine_call():
+    # The caller spent 25 s of the 30 before asking (start-up, reading the articles): the
+    # primary gets the 5 s left, not a fresh 20 s timeout, and the whole run ends at 30 s.
+    h = Harness({"primary": [answer("never")], "fallback": [answer("never")]}, takes=1_000.0)
+    h.clock.advance(25.0)
+    result = h.ask(started=0.0)
+    assert h.providers["primary"].timeouts == [5.0]
+    assert h.clock.monotonic() <= 30.0 + 1e-9
+    assert result.elapsed_s == pytest.approx(30.0)  # what the caller saw, start-up included
+
+
 def test_a_hanging_deployment_is_not_retried_into_less_time_than_it_just_needed():
     # The primary took its whole 20 s timeout: a 9 s retry would hang too, so the 10 s left
     # go to the fallback, which answers.
