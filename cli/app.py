@@ -42,10 +42,8 @@ def _wants_version(args: Sequence[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     from cli import started
-    from cli.signals import stop_on_signals
 
     started.mark()  # the question's budget is measured from here (see cli.started)
-    stop_on_signals()
     args = list(sys.argv[1:] if argv is None else argv)
     if _wants_version(args):
         try:
@@ -55,6 +53,9 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
             _silence_stdout()
             raise SystemExit(141) from None  # ExitCode.BROKEN_PIPE, without importing it
         raise SystemExit(0)
+    from cli.signals import stop_on_signals
+
+    stop_on_signals()
     from cli.fastpath import parse_ask
 
     opts = parse_ask(args)
@@ -138,7 +139,6 @@ def run_guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> int:
     """Run a command body; a user's or provider's fault becomes a message and its exit code,
     a bug becomes exit 1 (the traceback only with --debug). Never prints a key."""
     from cli.exitcodes import ExitCode
-    from cli.failure import failure_of
 
     try:
         code = int(action())
@@ -152,6 +152,8 @@ def run_guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> int:
         _silence_stdout()
         code = ExitCode.BROKEN_PIPE
     except (Exception, KeyboardInterrupt) as exc:
+        from cli.failure import failure_of
+
         failure = failure_of(exc)
         if failure is None:
             raise
