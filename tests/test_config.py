@@ -1466,6 +1466,24 @@ def test_a_damaged_or_untrusted_cache_is_ignored(
     assert len(validations) == 2
 
 
+def test_a_config_that_now_fails_validation_leaves_nothing_of_itself_in_the_cache(
+    tmp_path: Path, validations: list[str], private_cache: Path
+) -> None:
+    path = write(tmp_path, GOOD)
+    load_config(path)
+    # As an older release, which took credentials in a base_url, would have cached it.
+    secret_url = "https://me:Pa55-word-x9@llm.example/v1"
+    cached = private_cache.read_text().replace('"base_url": null', f'"base_url": "{secret_url}"')
+    private_cache.write_text(cached)
+    assert "Pa55-word-x9" in private_cache.read_text()
+
+    path.write_text(GOOD.replace("api_key_env: OPENAI_API_KEY", f"base_url: '{secret_url}'"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "Pa55-word-x9" not in str(caught.value)
+    assert "Pa55-word-x9" not in private_cache.read_text()
+
+
 def test_an_unwritable_cache_dir_only_costs_speed(
     tmp_path: Path, validations: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

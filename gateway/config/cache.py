@@ -164,18 +164,41 @@ def store(key: _CacheKey | None, config: Config) -> None:
     import json
 
     name, version, _ = key
-    folder = _cache_dir()
-    temp = folder / f".{_CACHE_FILE}.{os.getpid()}.tmp"
     try:
         encoded = _encode(config)
         if _decode(json.loads(json.dumps(encoded))) != config:
             return  # it would not come back the same
-        try:
-            kept = [e for e in _cache_entries() if e.get("name") != name]
-        except Exception:  # unreadable or not ours: start afresh
-            kept = []
-        entry = {"name": name, "version": version, "config": encoded}
-        document = {"format": _CACHE_FORMAT, "entries": [entry, *kept][:_CACHE_ENTRIES]}
+    except Exception:  # a value the encoding does not know: not cached
+        return
+    try:
+        kept = [e for e in _cache_entries() if e.get("name") != name]
+    except Exception:  # unreadable or not ours: start afresh
+        kept = []
+    _write([{"name": name, "version": version, "config": encoded}, *kept])
+
+
+def forget(key: _CacheKey | None) -> None:
+    """Drop every entry of this config: it failed validation, so nothing cached from it
+    may outlive it (an entry of an older version could hold what validation refuses now,
+    a credential in a base_url, say)."""
+    if key is None:
+        return
+    try:
+        entries = _cache_entries()
+    except Exception:  # nothing readable: nothing of ours to drop
+        return
+    kept = [e for e in entries if e.get("name") != key[0]]
+    if len(kept) != len(entries):
+        _write(kept)
+
+
+def _write(entries: list[dict[str, object]]) -> None:
+    import json
+
+    folder = _cache_dir()
+    temp = folder / f".{_CACHE_FILE}.{os.getpid()}.tmp"
+    try:
+        document = {"format": _CACHE_FORMAT, "entries": entries[:_CACHE_ENTRIES]}
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         # A private temporary file, renamed over the cache: readers see the old or the new.
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)

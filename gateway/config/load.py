@@ -19,7 +19,11 @@ def load_config(path: Path) -> Config:
     cached = cache.lookup(key)
     if cached is not None:
         return cached
-    config = _load_config_file(path)
+    try:
+        config = _load_config_file(path)
+    except ConfigError:
+        cache.forget(key)
+        raise
     cache.store(key, config)
     return config
 
