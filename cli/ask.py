@@ -21,6 +21,7 @@ from gateway.model import (
     Attempt,
     FailureKind,
     QuestionError,
+    RefusedBy,
     Result,
     Route,
     Status,
@@ -85,6 +86,11 @@ def _fix_for(result: Result, code: ExitCode, retry_after: float | None = None) -
         )
     if kind is FailureKind.TOO_LARGE:
         return "ask a shorter question or pass fewer articles"
+    if kind is FailureKind.INCOMPLETE and result.finish_reason is not None:
+        return (
+            f"the answer above ended early (finish_reason {result.finish_reason}): raise "
+            "max_output_tokens in the config, or ask again"
+        )
     if kind is FailureKind.INCOMPLETE:
         return "the answer above is cut short; ask again"
     if code is ExitCode.DATAERR:
@@ -110,9 +116,17 @@ def report_outcome(
     from cli.render import fallback_notice
 
     if result.status is Status.REFUSED:
-        diag.notice(
-            f"the model refused (deployment {result.deployment}); its reply is on stdout as is"
-        )
+        refusal = result.refusal
+        if refusal is not None and refusal.by is RefusedBy.PROVIDER:
+            # Nothing the model wrote exists: stdout stays empty, and this says why.
+            diag.notice(
+                f"the provider's content filter blocked this request (deployment "
+                f"{result.deployment}); nothing was answered: {refusal.message}"
+            )
+        else:
+            diag.notice(
+                f"the model refused (deployment {result.deployment}); its reply is on stdout as is"
+            )
     elif result.status is not Status.ANSWERED:
         report_failure(diag, result, retry_after)
         return

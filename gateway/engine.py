@@ -25,6 +25,8 @@ from gateway.model import (
     Outcome,
     ProviderError,
     QuestionError,
+    Refusal,
+    RefusedBy,
     Reply,
     Request,
     Result,
@@ -203,6 +205,8 @@ class _Question:
         tokens, self.tokens_exact = self._input_tokens(exact_tokens)
         self.plan = plan_route(self.config, tokens)
         self.queue = list(self.plan.candidates)  # the deployments not taken up yet
+        # The first cut-short reply: returned, marked incomplete, if nothing better comes.
+        self.kept: tuple[Deployment, Reply, Failure] | None = None
         self.cooling: Mapping[str, Cooldown] = {}  # read from the store when the loop starts
 
     # -- set-up ---------------------------------------------------------------------------
@@ -262,6 +266,9 @@ class _Question:
                 turn.retries += 1
                 continue
             self._cool(turn, ending.failure, step.cooldown)
+            if ending.reply is not None and ending.reply.text.strip() and self.kept is None:
+                # Cut short: not an answer while a better one may come, but better than none.
+                self.kept = (d, ending.reply, ending.failure)
             overflow = ending.failure.kind is ErrorKind.CONTEXT_WINDOW
             self.verdicts[d.name] = _Verdict(
                 ending.failure.detail,
@@ -357,26 +364,36 @@ class _Question:
         match ending:
             case Answered(reply=reply):
                 self._record_reply(d, number, reply, elapsed)
-                return self._result(Status.ANSWERED, d, answer=reply.text, model=reply.model)
-            case Refused(text=text, reply=reply, failure=failure):
+                return self._result(Status.ANSWERED, d, answer=reply.text, reply=reply)
+            case Refused(text=text, by=by, reply=reply, failure=failure):
                 if reply is not None:
-                    log.warning("%s refused the question: %s", d.name, text[:200])
                     self._record_reply(d, number, reply, elapsed)
-                    return self._result(Status.REFUSED, d, answer=text, model=reply.model)
-                assert failure is not None
-                self._record_failure(d, number, failure, Outcome.FATAL, elapsed)
-                log.warning("%s refused the question: %s", d.name, text)
-                return self._result(Status.REFUSED, d, answer=text)
-            case Stopped(failure=failure, partial=partial, cooldown=cooldown):
+                else:
+                    assert failure is not None
+                    self._record_failure(d, number, failure, Outcome.FATAL, elapsed)
+                log.warning("%s: the %s refused the question: %s", d.name, by, text[:200])
+                # The model's refusal is its answer, as is; the provider's filter wrote
+                # none, and its explanation is no answer to show the customer.
+                return self._result(
+                    Status.REFUSED,
+                    d,
+                    answer=text if by is RefusedBy.MODEL else None,
+                    reply=reply,
+                    refusal=Refusal(by, text),
+                )
+            case Stopped(failure=failure, partial=partial, cooldown=cooldown, reply=reply):
                 note = "after text was written: not retried"
                 self._record_failure(d, number, failure, Outcome.STOPPED, elapsed, note=note)
                 self._cool(turn, failure, cooldown)
+                verb = "was cut short" if reply is not None else "broke off"
                 error = QuestionError(
                     FailureKind.INCOMPLETE,
-                    f"the answer from {d.name} broke off: {failure.detail}",
+                    f"the answer from {d.name} {verb}: {failure.detail}",
                     (DeploymentError(d.name, failure.detail),),
                 )
-                return self._result(Status.FAILED, d, answer=partial, error=error, incomplete=True)
+                return self._result(
+                    Status.FAILED, d, answer=partial, reply=reply, error=error, incomplete=True
+                )
             case Fatal(failure=failure):
                 self._record_failure(d, number, failure, Outcome.FATAL, elapsed)
                 error = QuestionError(
@@ -456,10 +473,13 @@ class _Question:
         d: Deployment | None,
         *,
         answer: str | None = None,
-        model: str | None = None,
+        reply: Reply | None = None,
         error: QuestionError | None = None,
         incomplete: bool = False,
+        refusal: Refusal | None = None,
     ) -> Result:
+        """The question's result; `reply` is the one whose text is `answer`, if any."""
+        model = None if reply is None else reply.model
         return Result(
             status=status,
             answer=answer,
@@ -473,11 +493,24 @@ class _Question:
             attempts=tuple(self.attempts),
             error=error,
             incomplete=incomplete,
+            finish_reason=None if reply is None else reply.finish_reason,
+            refusal=refusal,
         )
 
     def _failed(self) -> Result:
         verdicts = self.verdicts
         lines = tuple(DeploymentError(name, v.last_error) for name, v in verdicts.items())
+        if self.kept is not None:
+            # Nothing better came: the cut-short answer, never passed off as a whole one.
+            d, reply, failure = self.kept
+            error = QuestionError(
+                FailureKind.INCOMPLETE,
+                f"the only answer, from {d.name}, was cut short: {failure.detail}",
+                lines,
+            )
+            return self._result(
+                Status.FAILED, d, answer=reply.text, reply=reply, error=error, incomplete=True
+            )
         # Every deployment has a verdict by now (tried, skipped, or dropped after an
         # overflow, with its reason): "too large" is said only when each one says so.
         if verdicts and all(v.too_small or v.rejected_input for v in verdicts.values()):

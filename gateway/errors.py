@@ -67,8 +67,20 @@ POLICY: Mapping[ErrorKind, KindPolicy] = MappingProxyType(
         # No deployment can fix these; a refusal is the answer.
         ErrorKind.BAD_REQUEST: KindPolicy(Decision.FATAL, cools_down=False),
         ErrorKind.REFUSAL: KindPolicy(Decision.FATAL, cools_down=False),
+        # A 200 that is not a usable answer. Cut short by the output limit: the same input
+        # would be cut the same way here (a reasoning model spends the limit thinking, a
+        # verbose one runs past it), and another model may well finish inside it, so fail
+        # over, and keep this healthy deployment warm.
+        ErrorKind.OUTPUT_LIMIT: KindPolicy(Decision.FAIL_OVER, cools_down=False),
+        # No text at all: a known intermittent glitch (Gemini's content-less candidate), so
+        # worth a retry, and a cooldown once the retries keep getting nothing.
+        ErrorKind.EMPTY: KindPolicy(Decision.RETRY, cools_down=True),
     }
 )
+
+
+# Kinds that come from reading a 2xx answer (`policy.judge`), never from an error reply.
+ANSWER_KINDS = frozenset({ErrorKind.OUTPUT_LIMIT, ErrorKind.EMPTY})
 
 
 def default_decision(kind: ErrorKind) -> Decision:

@@ -25,6 +25,8 @@ class ErrorKind(StrEnum):
     CONTEXT_WINDOW = "context_window"
     BAD_REQUEST = "bad_request"
     REFUSAL = "refusal"
+    OUTPUT_LIMIT = "output_limit"  # a 200 whose answer the output limit cut short
+    EMPTY = "empty"  # a 200 with no answer text at all (or only whitespace)
     UNKNOWN = "unknown"
 
 
@@ -54,6 +56,22 @@ class Status(StrEnum):
     REFUSED = "refused"
     FAILED = "failed"
     FATAL = "fatal"
+
+
+class RefusedBy(StrEnum):
+    """Who refused: the JSON `refusal.by`."""
+
+    PROVIDER = "provider"  # its filter blocked the prompt or withheld the answer
+    MODEL = "model"  # the model declined, in its own words (which go to stdout as they are)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    by: RefusedBy
+    message: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"by": str(self.by), "message": self.message}
 
 
 class Route(StrEnum):
@@ -144,7 +162,11 @@ class Request:
 
 @dataclass(frozen=True)
 class Reply:
-    """A provider's answer. `refused` marks a refusal delivered as a normal response."""
+    """A provider's answer. `refused` marks a refusal delivered as a normal response;
+    `filtered` says the provider's filter refused, not the model, so `text` is the
+    provider's explanation rather than anything the model wrote. `cut_short` is why the
+    answer stopped before its end (OUTPUT_LIMIT or CONTEXT_WINDOW), read from
+    `finish_reason` (kept as the provider sent it); None for an answer that ended."""
 
     text: str
     finish_reason: str | None = None
@@ -152,6 +174,8 @@ class Reply:
     input_tokens: int | None = None
     output_tokens: int | None = None
     refused: bool = False
+    filtered: bool = False
+    cut_short: ErrorKind | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +259,8 @@ class Result:
     attempts: tuple[Attempt, ...]
     error: QuestionError | None = None
     incomplete: bool = False
+    finish_reason: str | None = None  # as the provider sent it, for the text in `answer`
+    refusal: Refusal | None = None
     # False when the count is the cheap upper bound (UTF-8 bytes) that already fit every
     # window, so the tokenizer was never loaded.
     input_tokens_exact: bool = True
@@ -256,6 +282,8 @@ class Result:
             "input_tokens": self.input_tokens,
             "input_tokens_exact": self.input_tokens_exact,
             "elapsed_s": round(self.elapsed_s, 3),
+            "finish_reason": self.finish_reason,
+            "refusal": None if self.refusal is None else self.refusal.as_json(),
             "attempts": [a.as_json() for a in self.attempts],
         }
         if self.error is not None:

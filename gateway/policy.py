@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from gateway.backoff import Budget, backoff_delay
 from gateway.config import Config, Deployment, Policy
-from gateway.errors import cools_down
-from gateway.model import Decision, ErrorKind, Failure, Outcome, Reply, Route, Timer
+from gateway.errors import cools_down, default_decision
+from gateway.model import Decision, ErrorKind, Failure, Outcome, RefusedBy, Reply, Route, Timer
 
 
 @dataclass(frozen=True)
@@ -141,24 +141,30 @@ class Refused:
     """The question was refused. A refusal is an answer: returned as is, no other deployment.
 
     `reply` is set when it came as a normal response (the deployment is healthy); otherwise
-    it came as a classified failure, `failure`.
+    it came as a classified failure, `failure`. `by` says whose words `text` is: the
+    model's (they are the answer) or the provider's filter (an explanation, never shown
+    as the answer).
     """
 
     text: str
+    by: RefusedBy
     reply: Reply | None = None
     failure: Failure | None = None
 
 
 @dataclass(frozen=True)
 class Stopped:
-    """A stream broke after text reached the customer: never retried, never spliced.
+    """A stream broke, or ended cut short, after text reached the customer: never retried,
+    never spliced.
 
-    `cooldown` is how long to cool the deployment down (None: not at all).
+    `cooldown` is how long to cool the deployment down (None: not at all); `reply` is the
+    cut-short reply when the stream did end (its finish reason, its usage).
     """
 
     failure: Failure
     partial: str
     cooldown: float | None = None
+    reply: Reply | None = None
 
 
 @dataclass(frozen=True)
@@ -170,10 +176,15 @@ class Fatal:
 
 @dataclass(frozen=True)
 class Failed:
-    """The attempt failed and the question goes on: `step` says retry here or fail over."""
+    """The attempt failed and the question goes on: `step` says retry here or fail over.
+
+    `reply` is a reply that came but is no answer (cut short, empty): a cut-short one is
+    the customer's last resort when nothing better comes.
+    """
 
     failure: Failure
     step: Step
+    reply: Reply | None = None
 
 
 Ending = Answered | Refused | Stopped | Fatal | Failed
@@ -198,13 +209,21 @@ def judge(
     `wrote` says whether text already reached the customer; `draw` is the random source,
     drawn only when a backoff needs jitter. The other arguments are `next_step`'s.
     """
+    reply = None
     if isinstance(result, Reply):
-        return Refused(result.text, reply=result) if result.refused else Answered(result)
-    if wrote or partial:
+        if result.refused:
+            by = RefusedBy.PROVIDER if result.filtered else RefusedBy.MODEL
+            return Refused(result.text, by, reply=result)
+        unusable = not_an_answer(result)
+        if unusable is None:
+            return Answered(result)
+        reply, partial = result, result.text
+        result = unusable
+    if wrote or (partial and reply is None):
         # A retry would repeat what the customer already read, a fallback would splice two
         # answers: report the break and keep what was written.
         cooldown = policy.cooldown if cools_down(result.kind) else None
-        return Stopped(result, partial, cooldown)
+        return Stopped(result, partial, cooldown, reply)
     step = next_step(
         result,
         retries_done=retries_done,
@@ -217,9 +236,33 @@ def judge(
     )
     if step.outcome is Outcome.FATAL:
         if result.kind is ErrorKind.REFUSAL:
-            return Refused(result.detail, failure=result)
+            # A refusal as an error status is the provider's filter: the model wrote nothing.
+            return Refused(result.detail, RefusedBy.PROVIDER, failure=result)
         return Fatal(result)
-    return Failed(result, step)
+    return Failed(result, step, reply)
+
+
+def not_an_answer(reply: Reply) -> Failure | None:
+    """Why a 200's reply is no answer to give the customer (None: it is one).
+
+    An answer cut short by the output limit or the window misleads as if it were whole;
+    one with no text (or only whitespace) says nothing. Both are failures, decided from
+    the classifier's table like any other; the reply's text is kept by the caller.
+    """
+    why = f"finish_reason {reply.finish_reason}" if reply.finish_reason else "no finish reason"
+    if reply.cut_short is ErrorKind.OUTPUT_LIMIT:
+        detail = f"the answer was cut short by the output limit ({why})"
+    elif reply.cut_short is ErrorKind.CONTEXT_WINDOW:
+        detail = f"the answer was cut short: the context window filled ({why})"
+    elif not reply.text.strip():
+        return _answer_failure(ErrorKind.EMPTY, f"the reply had no text ({why})")
+    else:
+        return None
+    return _answer_failure(reply.cut_short, detail)
+
+
+def _answer_failure(kind: ErrorKind, detail: str) -> Failure:
+    return Failure(kind, default_decision(kind), detail, status=200)
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,50 @@ def test_simulate_stall_after_text_stops_at_the_stall_deadline(home: Path) -> No
     assert "stopped" in out.stderr and "stall_timeout (5 s)" in out.stderr
 
 
+def test_simulate_blocked_prompt_prints_nothing_and_says_the_filter_blocked_it(
+    home: Path,
+) -> None:
+    out = run(["simulate", "-f", "primary=blocked", "-a", "kb"])
+    assert out.exit_code == 3
+    assert out.stdout == ""
+    assert "the provider's content filter blocked this request" in out.stderr
+    assert "invalid_prompt" in out.stderr
+    data = json.loads(run(["simulate", "-f", "primary=blocked", "-a", "kb", "--json"]).stdout)
+    assert data["answer"] is None
+    assert data["refusal"]["by"] == "provider"
+
+
+def test_simulate_model_refusal_is_on_stdout_and_says_who_refused(home: Path) -> None:
+    data = json.loads(run(["simulate", "-f", "primary=refusal", "-a", "kb", "--json"]).stdout)
+    assert data["refusal"] == {"by": "model", "message": data["answer"]}
+    assert data["finish_reason"] == "stop"
+
+
+def test_simulate_cut_short_answer_fails_over_to_a_whole_one(home: Path) -> None:
+    data = json.loads(run(["simulate", "-f", "primary=limit", "-a", "kb", "--json"]).stdout)
+    assert (data["status"], data["deployment"], data["finish_reason"]) == (
+        "answered",
+        "fallback",
+        "end_turn",
+    )
+    assert data["attempts"][0]["error_class"] == "output_limit"
+
+
+def test_simulate_cut_short_stream_keeps_the_text_and_exits_69(home: Path) -> None:
+    out = run(["simulate", "-f", "primary=limit", "--stream", "-a", "kb"])
+    assert out.exit_code == 69
+    assert out.stdout.startswith("[primary]")
+    assert "cut short by the output limit (finish_reason length)" in out.stderr
+    assert "raise max_output_tokens" in out.stderr
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream"]], ids=["whole", "stream"])
+def test_simulate_empty_answer_is_never_printed_as_an_answer(home: Path, stream: list[str]) -> None:
+    out = run(["simulate", "-f", "primary=empty", "-f", "fallback=empty", "-a", "kb", *stream])
+    assert out.stdout.strip() and not out.stdout.startswith("[")  # the offline local answered
+    assert "empty" in out.stderr
+
+
 def test_simulate_works_with_real_keys_set_and_never_shows_them(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

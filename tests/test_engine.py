@@ -16,6 +16,9 @@ from gateway.model import (
     FailureKind,
     Outcome,
     ProviderKind,
+    Refusal,
+    RefusedBy,
+    Reply,
     Request,
     Route,
     Status,
@@ -356,17 +359,135 @@ def test_a_refusal_reply_is_returned_as_the_answer_and_never_shopped_around():
     assert result.attempts[-1].error_class is ErrorKind.REFUSAL
 
 
-def test_a_refusal_error_status_is_also_fatal_and_returned():
+def test_a_prompt_the_provider_blocked_is_refused_by_the_provider_with_no_answer():
+    # The provider's error text is not something the model said: never the answer.
     h = Harness(
         {
-            "primary": [failure(ErrorKind.REFUSAL, detail="Invalid prompt: flagged")],
+            "primary": [failure(ErrorKind.REFUSAL, detail="400 invalid_prompt: flagged")],
             "fallback": [answer("ok")],
         }
     )
     result = h.ask()
     assert result.status is Status.REFUSED
-    assert result.answer == "Invalid prompt: flagged"
+    assert result.answer is None
+    assert result.refusal == Refusal(RefusedBy.PROVIDER, "400 invalid_prompt: flagged")
+    assert result.as_json()["refusal"] == {
+        "by": "provider",
+        "message": "400 invalid_prompt: flagged",
+    }
     assert h.calls("fallback") == 0
+
+
+def test_an_answer_the_providers_filter_withheld_is_refused_by_the_provider():
+    withheld = Reply("Withheld (SAFETY).", "SAFETY", refused=True, filtered=True)
+    h = Harness({"primary": [withheld], "fallback": [answer("ok")]})
+    result = h.ask()
+    assert (result.status, result.answer, result.finish_reason) == (Status.REFUSED, None, "SAFETY")
+    assert result.refusal is not None and result.refusal.by is RefusedBy.PROVIDER
+
+
+def test_the_models_own_refusal_is_the_answer_and_says_so():
+    refusal = replace(answer("I can't help with that."), refused=True)
+    result = Harness({"primary": [refusal], "fallback": []}).ask()
+    assert result.answer == "I can't help with that."
+    assert result.refusal == Refusal(RefusedBy.MODEL, "I can't help with that.")
+
+
+# -- answers that are not answers: cut short, empty ----------------------------------------
+
+
+def cut(text: str, reason: str = "length", kind: ErrorKind = ErrorKind.OUTPUT_LIMIT) -> Reply:
+    return Reply(text, reason, model="fake-model", cut_short=kind)
+
+
+def test_an_answer_cut_short_by_the_output_limit_fails_over_without_cooling():
+    h = Harness({"primary": [cut("To reset your pass")], "fallback": [answer("Whole answer.")]})
+    result = h.ask()
+    assert (result.status, result.answer, result.deployment) == (
+        Status.ANSWERED,
+        "Whole answer.",
+        "fallback",
+    )
+    assert result.finish_reason == "stop"
+    first = result.attempts[0]
+    assert (first.status, first.error_class, first.decision) == (
+        200,
+        ErrorKind.OUTPUT_LIMIT,
+        Outcome.FAIL_OVER,
+    )
+    assert "cut short by the output limit (finish_reason length)" in first.detail
+    assert h.calls("primary") == 1
+    assert h.store.entries() == [], "the cut-short deployment is healthy"
+
+
+def test_when_nothing_better_comes_the_cut_short_answer_is_returned_incomplete():
+    h = Harness(
+        {
+            "primary": [cut("To reset your pass", "max_tokens")],
+            "fallback": [failure(ErrorKind.AUTH)],
+        }
+    )
+    result = h.ask()
+    assert result.status is Status.FAILED and result.incomplete
+    assert (result.answer, result.deployment, result.finish_reason) == (
+        "To reset your pass",
+        "primary",
+        "max_tokens",
+    )
+    assert result.error is not None and result.error.kind is FailureKind.INCOMPLETE
+    assert "cut short" in result.error.message
+    assert [d.name for d in result.error.deployments] == ["primary", "fallback"]
+
+
+def test_an_answer_cut_short_by_the_window_moves_to_a_larger_window():
+    h = Harness(
+        {
+            "primary": [cut("Half", "model_context_window_exceeded", ErrorKind.CONTEXT_WINDOW)],
+            "fallback": [answer("Whole answer.")],
+        }
+    )
+    result = h.ask()
+    assert result.answer == "Whole answer."
+    assert result.attempts[0].error_class is ErrorKind.CONTEXT_WINDOW
+    assert h.store.entries() == []
+
+
+def test_a_streamed_answer_cut_short_after_text_is_stopped_and_incomplete():
+    written: list[str] = []
+
+    class CutStream(ScriptedProvider):
+        def complete(self, request, *, timeout, on_text=None, **_):  # type: ignore[no-untyped-def]
+            self.requests.append(request)
+            assert on_text is not None
+            on_text("To reset ")
+            return cut("To reset ")
+
+    config = Config("Acme", deployments(), long_context=None)
+    h = Harness({"primary": [], "fallback": [answer("never")]}, config=config)
+    h.factory.by_name["primary"] = CutStream("primary", [])
+    result = h.ask(on_text=written.append)
+    assert result.status is Status.FAILED and result.incomplete
+    assert (result.answer, result.finish_reason) == ("To reset ", "length")
+    assert decisions(result) == [("primary", "stopped")]
+    assert h.calls("fallback") == 0
+
+
+@pytest.mark.parametrize("text", ["", "  \n "], ids=["nothing", "whitespace"])
+def test_an_empty_answer_is_a_failure_retried_then_failed_over(text: str):
+    empty = Reply(text, "STOP", model="fake-model")
+    h = Harness({"primary": [empty], "fallback": [answer("Something to say.")]})
+    result = h.ask()
+    assert result.answer == "Something to say."
+    assert [a.error_class for a in result.attempts[:3]] == [ErrorKind.EMPTY] * 3
+    assert decisions(result)[:3] == [("primary", "retry")] * 2 + [("primary", "fail_over")]
+    assert "the reply had no text (finish_reason STOP)" in result.attempts[0].detail
+
+
+def test_an_empty_answer_from_the_only_deployment_is_never_exit_zero():
+    empty = Reply("", "stop")
+    result = Harness({"primary": [empty], "fallback": []}, environ={"OPENAI_API_KEY": "k"}).ask()
+    assert result.status is Status.FAILED
+    assert result.answer is None
 
 
 def test_context_overflow_fails_over_to_a_larger_window_without_cooling_down():

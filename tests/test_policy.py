@@ -6,7 +6,16 @@ import pytest
 
 from gateway.backoff import Budget, backoff_delay
 from gateway.config import Config, Deployment, Policy
-from gateway.model import Decision, ErrorKind, Failure, Outcome, ProviderKind, Reply, Route
+from gateway.model import (
+    Decision,
+    ErrorKind,
+    Failure,
+    Outcome,
+    ProviderKind,
+    RefusedBy,
+    Reply,
+    Route,
+)
 from gateway.policy import (
     Answered,
     Failed,
@@ -115,8 +124,10 @@ def test_every_way_an_attempt_ends_is_a_value_and_only_a_backoff_draws_jitter():
     blocked = fail(ErrorKind.REFUSAL, Decision.FATAL)
     malformed = fail(ErrorKind.BAD_REQUEST, Decision.FATAL)
     assert _judge(ok) == (Answered(ok), 0)
-    assert _judge(refused) == (Refused(refused.text, reply=refused), 0)
-    assert _judge(blocked) == (Refused("refusal", failure=blocked), 1)
+    assert _judge(refused) == (Refused(refused.text, RefusedBy.MODEL, reply=refused), 0)
+    filtered = Reply("Withheld.", "content_filter", refused=True, filtered=True)
+    assert _judge(filtered) == (Refused("Withheld.", RefusedBy.PROVIDER, reply=filtered), 0)
+    assert _judge(blocked) == (Refused("refusal", RefusedBy.PROVIDER, failure=blocked), 1)
     assert _judge(malformed) == (Fatal(malformed), 1)
     ending, draws = _judge(server)
     assert isinstance(ending, Failed)
@@ -125,6 +136,30 @@ def test_every_way_an_attempt_ends_is_a_value_and_only_a_backoff_draws_jitter():
     assert _judge(server, partial="Half an", wrote=True) == (Stopped(server, "Half an", 60.0), 0)
     context = fail(ErrorKind.CONTEXT_WINDOW, Decision.FAIL_OVER)
     assert _judge(context, wrote=True) == (Stopped(context, "", None), 0)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "says"),
+    [
+        (Reply("Half an", "length", cut_short=ErrorKind.OUTPUT_LIMIT), ErrorKind.OUTPUT_LIMIT,
+         "cut short by the output limit (finish_reason length)"),
+        (Reply("Half", "model_context_window_exceeded", cut_short=ErrorKind.CONTEXT_WINDOW),
+         ErrorKind.CONTEXT_WINDOW, "the context window filled"),
+        (Reply("", "STOP"), ErrorKind.EMPTY, "no text (finish_reason STOP)"),
+        (Reply(" \n\t", None), ErrorKind.EMPTY, "no text (no finish reason)"),
+    ],
+)  # fmt: skip
+def test_a_reply_that_is_no_answer_is_a_failure_that_keeps_the_reply(
+    reply: Reply, kind: ErrorKind, says: str
+) -> None:
+    ending, _ = _judge(reply)
+    assert isinstance(ending, Failed)
+    assert (ending.failure.kind, ending.failure.status, ending.reply) == (kind, 200, reply)
+    assert says in ending.failure.detail
+    # streamed: the text already reached the customer, so the attempt stops
+    streamed, _ = _judge(reply, wrote=True)
+    cooldown = 60.0 if kind is ErrorKind.EMPTY else None  # a healthy deployment stays warm
+    assert streamed == Stopped(ending.failure, reply.text, cooldown, reply)
 
 
 SMALL = Deployment("small", ProviderKind.OPENAI, 8_000, model="m")

@@ -93,6 +93,7 @@ def test_context_window_filled_after_some_text_is_a_truncated_answer() -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
     reply = adapter(transport).complete(REQUEST, timeout=5)
     assert (reply.text, reply.finish_reason) == ("Go to Settings", "model_context_window_exceeded")
+    assert reply.cut_short is ErrorKind.CONTEXT_WINDOW, "never passed off as a whole answer"
 
 
 ERRORS = [

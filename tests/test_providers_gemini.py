@@ -100,7 +100,7 @@ def test_answer_skips_thought_parts_and_reports_model_version_and_usage() -> Non
 
 def test_blocked_prompt_with_no_candidates_is_a_refused_answer() -> None:
     reply = adapter(replay("gemini/blocked_prompt")).complete(REQUEST, timeout=5)
-    assert reply.refused is True
+    assert reply.refused is True and reply.filtered
     assert reply.finish_reason == "PROHIBITED_CONTENT"
     assert "PROHIBITED_CONTENT" in reply.text
 
@@ -200,10 +200,12 @@ def test_error_frame_mid_stream_is_classified_with_the_partial_answer() -> None:
     assert caught.value.partial == "Go to Settings"
 
 
-def test_stream_blocked_at_the_prompt_is_a_refusal_the_user_can_read() -> None:
+def test_stream_blocked_at_the_prompt_is_the_providers_refusal_never_streamed() -> None:
+    # Its message is the provider's, for stderr and `refusal.message`: not answer text.
     texts: list[str] = []
     reply = adapter(replay("gemini/stream_blocked")).complete(
         REQUEST, timeout=5, on_text=texts.append
     )
-    assert reply.refused is True
-    assert reply.text == "The prompt was blocked for safety reasons." == "".join(texts)
+    assert reply.refused and reply.filtered
+    assert reply.text == "The prompt was blocked for safety reasons."
+    assert texts == []

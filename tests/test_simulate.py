@@ -77,6 +77,8 @@ BY_KIND = {d.provider: d for d in HTTP}
         ("primary=slow:800msx2", Step(FaultKind.SLOW, 2, delay=0.8)),
         ("primary=stall:3", Step(FaultKind.STALL, tokens=3)),
         ("primary=stall0x1", Step(FaultKind.STALL, 1, tokens=0)),
+        ("primary=limit", Step(FaultKind.LIMIT)),
+        ("primary=emptyx2", Step(FaultKind.EMPTY, 2)),
     ],
 )
 def test_every_form_of_spec_parses(text: str, step: Step) -> None:
@@ -1039,6 +1041,59 @@ def test_a_silent_server_is_given_up_on_at_the_first_deadline_due(d: Deployment)
     assert caught.value.failure.timer is Timer.FIRST_TOKEN
     assert caught.value.failure.silent
     assert clock.monotonic() == 10
+
+
+CUT_REASON = {
+    ProviderKind.OPENAI: "length",
+    ProviderKind.AZURE: "length",
+    ProviderKind.ANTHROPIC: "max_tokens",
+    ProviderKind.GEMINI: "MAX_TOKENS",
+}
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_an_answer_cut_short_by_the_output_limit_says_so(d: Deployment, stream: bool) -> None:
+    provider, _, _ = adapter(d, spec(d, "limit"))
+    shown: list[str] = []
+    reply = provider.complete(ASK, timeout=10, on_text=shown.append if stream else None)
+    assert reply.cut_short is ErrorKind.OUTPUT_LIMIT
+    assert reply.finish_reason == CUT_REASON[d.provider]  # as the provider sent it
+    whole = answer_text(d.name, QUESTION)
+    assert reply.text and whole.startswith(reply.text) and reply.text != whole
+    assert "".join(shown) == (reply.text if stream else "")
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_an_empty_answer_has_no_text_and_is_not_cut_short(d: Deployment, stream: bool) -> None:
+    provider, _, _ = adapter(d, spec(d, "empty"))
+    shown: list[str] = []
+    reply = provider.complete(ASK, timeout=10, on_text=shown.append if stream else None)
+    assert (reply.text.strip(), reply.cut_short, reply.refused) == ("", None, False)
+    assert shown == []
+
+
+@pytest.mark.parametrize("d", HTTP, ids=lambda d: d.provider.value)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_blocked_prompt_is_the_providers_refusal_and_nothing_is_streamed(
+    d: Deployment, stream: bool
+) -> None:
+    provider, _, _ = adapter(d, spec(d, "blocked"))
+    shown: list[str] = []
+    try:
+        reply = provider.complete(ASK, timeout=10, on_text=shown.append if stream else None)
+    except ProviderError as err:  # OpenAI and Azure block with a 400
+        assert d.provider in (ProviderKind.OPENAI, ProviderKind.AZURE)
+        assert err.failure.kind is ErrorKind.REFUSAL
+    else:
+        assert reply.refused
+        # Gemini's promptFeedback is its filter; Anthropic has none and the model refuses.
+        assert reply.filtered is (d.provider is ProviderKind.GEMINI)
+        if reply.filtered:
+            assert shown == []
+    if d.provider is not ProviderKind.ANTHROPIC:
+        assert shown == []
 
 
 # --------------------------------------------------------------------------- realistic answers

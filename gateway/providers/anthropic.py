@@ -7,13 +7,15 @@ Request: `x-api-key`, `anthropic-version: 2023-06-01`, top-level `system`, requi
 `ping`, and `error` (`{"type":"error","error":{"type":"overloaded_error",...}}` inside the
 200). No `message_stop` means the stream was cut.
 
-Two stop reasons are not plain answers:
-- `refusal`: returned as a refused Reply (its text, else `stop_details.explanation`).
-- `model_context_window_exceeded`: the docs say "treat the response as truncated". With
-  text, that is what it is: an answer cut short, like `max_tokens`, returned as is (and in
-  a stream the text has reached the user already). With no text at all there is no answer,
-  and the cause is the input's size: a `context_window` failure, so the engine moves to a
-  bigger window without cooling this healthy deployment down.
+Three stop reasons are not plain answers:
+- `refusal`: returned as a refused Reply (its text, else `stop_details.explanation`): the
+  model's own refusal (Anthropic has no separate prompt filter).
+- `max_tokens` and `model_context_window_exceeded`: the docs say "treat the response as
+  truncated". With text, that is what it is: a Reply marked `cut_short` (by the output
+  limit, or by the window), which the engine never passes off as a complete answer. With
+  no text at all the window case has no answer, and the cause is the input's size: a
+  `context_window` failure, so the engine moves to a bigger window without cooling this
+  healthy deployment down.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ if TYPE_CHECKING:
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 REFUSED = "The model declined to answer this request."
+# stop_reason values that end an answer before its end (reference §3.2).
+CUT_SHORT = {
+    "max_tokens": ErrorKind.OUTPUT_LIMIT,
+    "model_context_window_exceeded": ErrorKind.CONTEXT_WINDOW,
+}
 
 
 def _finish(
@@ -64,6 +71,7 @@ def _finish(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         refused=refused,
+        cut_short=CUT_SHORT.get(stop_reason or ""),
     )
 
 

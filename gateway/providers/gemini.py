@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from gateway.model import Reply, Request
+from gateway.model import ErrorKind, Reply, Request
 from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
@@ -62,6 +62,10 @@ REFUSAL_FINISH_REASONS = frozenset(
         "IMAGE_RECITATION",
     }
 )
+
+
+# finishReason values that end an answer before its end (reference §4.2).
+CUT_SHORT = {"MAX_TOKENS": ErrorKind.OUTPUT_LIMIT}
 
 
 class _Chunk:
@@ -110,14 +114,16 @@ def _finish(
     model: str | None,
     usage: dict[str, object],
 ) -> Reply:
+    # Both are the provider's filter: a blocked prompt (no candidate at all) and an answer
+    # withheld for safety. What it says is the provider's explanation, not model text.
     if block_reason is not None:
         refused = True
-        finish_reason = block_reason
+        finish_reason = block_reason  # the only reason this response ended
         explanation = block_message or f"The provider blocked this request ({block_reason})."
     else:
         refused = finish_reason in REFUSAL_FINISH_REASONS
         explanation = finish_message or f"The provider withheld this answer ({finish_reason})."
-    if refused and not text.strip():
+    if refused:
         text = explanation
     output = as_int(usage.get("candidatesTokenCount"))
     thoughts = as_int(usage.get("thoughtsTokenCount"))
@@ -131,6 +137,8 @@ def _finish(
         input_tokens=as_int(usage.get("promptTokenCount")),
         output_tokens=output,
         refused=refused,
+        filtered=refused,
+        cut_short=None if refused else CUT_SHORT.get(finish_reason or ""),
     )
 
 

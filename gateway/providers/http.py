@@ -255,9 +255,14 @@ class HttpClient:
         finally:
             events.close()
         streamed = "".join(sent)
-        if len(reply.text) > len(streamed) and reply.text.startswith(streamed):
-            # Text the stream never carried as a delta (a refusal's explanation): the user
-            # reading the stream must see the same answer the Reply holds.
+        if (
+            not reply.filtered
+            and len(reply.text) > len(streamed)
+            and reply.text.startswith(streamed)
+        ):
+            # Text the stream never carried as a delta (a model refusal's explanation): the
+            # user reading the stream must see the same answer the Reply holds. A filter's
+            # explanation is the provider's, not an answer: it never joins the stream.
             on_text(reply.text[len(streamed) :])
         return reply
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.model import Reply, Request
+from gateway.model import ErrorKind, Reply, Request
 from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 FILTERED = "The provider's content filter withheld this answer."
+# finish_reason values that end an answer before its end (reference §2.2). "length" says
+# only that max tokens were reached: the output limit, or (rarely) the model's window.
+CUT_SHORT = {"length": ErrorKind.OUTPUT_LIMIT}
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,13 @@ def _finish(
     model: str | None,
     usage: dict[str, object],
 ) -> Reply:
-    refused = bool(refusal) or finish_reason == "content_filter"
+    # The model's own refusal (`message.refusal`) is its words; `content_filter` is the
+    # provider's filter withholding the answer, whatever partial text came with it.
+    filtered = not refusal and finish_reason == "content_filter"
+    refused = bool(refusal) or filtered
     if refusal:
         text = refusal
-    if refused and not text.strip():
+    if filtered:
         text = FILTERED
     return Reply(
         text=text,
@@ -104,6 +110,8 @@ def _finish(
         input_tokens=as_int(usage.get("prompt_tokens")),
         output_tokens=as_int(usage.get("completion_tokens")),
         refused=refused,
+        filtered=filtered,
+        cut_short=None if refused else CUT_SHORT.get(finish_reason or ""),
     )
 
 

@@ -19,6 +19,7 @@ from gateway.simulate.wire import (
     Call,
     Json,
     Stream,
+    cut_short,
     json_response,
     last_user,
     load_body,
@@ -112,6 +113,20 @@ class AnthropicWire:
 
     def answer(self, call: Call, text: str) -> httpx.Response:
         return json_response(200, self._message(call, text, "end_turn"), self.headers(call))
+
+    def limit(self, call: Call, text: str) -> httpx.Response:
+        return self._ended(call, cut_short(text), "max_tokens")
+
+    def empty(self, call: Call) -> httpx.Response:
+        return self._ended(call, "", "end_turn")
+
+    def _ended(self, call: Call, text: str, stop: str) -> httpx.Response:
+        reply: Json | Stream
+        if call.stream:
+            reply = self._stream(call, text, stop, None)
+        else:
+            reply = self._message(call, text, stop)
+        return ok(call, reply, self.headers(call))
 
     def refusal(self, call: Call) -> httpx.Response:
         reply: Json | Stream

@@ -18,6 +18,7 @@ from gateway.simulate.wire import (
     Call,
     Json,
     Stream,
+    cut_short,
     dumps,
     json_response,
     last_user,
@@ -227,6 +228,26 @@ class GeminiWire:
     def _whole(self, call: Call, body: Json) -> httpx.Response:
         """A 200 with no text to stream: one body, or a stream of that one chunk."""
         return ok(call, self._frames(call, [], [body]) if call.stream else body, self.headers(call))
+
+    def limit(self, call: Call, text: str) -> httpx.Response:
+        text = cut_short(text)
+        pieces = text_deltas(text)
+        usage = self._usage(call, len(pieces))
+        if not call.stream:
+            body = self._response(call, self._candidate(text, "MAX_TOKENS"), usage)
+            return json_response(200, body, self.headers(call))
+        frames = [
+            self._response(call, self._candidate(piece), self._usage(call, None))
+            for piece in pieces
+        ]
+        last = self._response(call, self._candidate("", "MAX_TOKENS"), usage)
+        stream = self._frames(call, frames, [last])
+        return stream.response(call.request, self.headers(call))
+
+    def empty(self, call: Call) -> httpx.Response:
+        # A candidate with a finish reason and no content at all (reference §4.2).
+        body = self._response(call, self._candidate(None, "STOP"), self._usage(call, 0))
+        return self._whole(call, body)
 
     def refusal(self, call: Call) -> httpx.Response:
         # The answer was blocked: finishReason SAFETY, no content (reference §4.2).

@@ -10,6 +10,9 @@
                                  DURATION, e.g. slow:12s; the client may give up first
           | stall:N              a streamed answer goes silent after N text deltas (a whole
                                  reply: after its headers) until the client gives up
+          | limit                an answer cut short by the output limit (finish_reason
+                                 length, stop_reason max_tokens, finishReason MAX_TOKENS)
+          | empty                a 200 answer with no text at all
           | refusal              a 200 answer that refuses (the provider's refusal form)
           | blocked              the prompt itself is flagged (Gemini promptFeedback,
                                  OpenAI 400 invalid_prompt, Azure 400 content_filter;
@@ -43,7 +46,7 @@ GRAMMAR = """\
 fault spec: NAME=SPEC[,SPEC...]   (specs apply in order, one call after another)
   SPEC  = WHAT[xCOUNT][@DELAY]
   WHAT  = an HTTP status 400-599 | timeout | reset | cut:N | slow:DURATION | stall:N
-          | refusal | blocked | overflow | quota | ok
+          | limit | empty | refusal | blocked | overflow | quota | ok
   COUNT = N or * (every call); no count means every call
   DELAY = Retry-After, e.g. @2s or @500ms (only after a status)
 examples: primary=429x3@2s   fallback=503x*   primary=timeoutx2,cut:5   long=401
@@ -58,6 +61,8 @@ class FaultKind(StrEnum):
     CUT = "cut"
     SLOW = "slow"
     STALL = "stall"
+    LIMIT = "limit"
+    EMPTY = "empty"
     REFUSAL = "refusal"
     BLOCKED = "blocked"
     OVERFLOW = "overflow"

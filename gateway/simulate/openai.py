@@ -16,6 +16,7 @@ from gateway.simulate.wire import (
     Call,
     Json,
     Stream,
+    cut_short,
     json_response,
     last_user,
     load_body,
@@ -136,6 +137,26 @@ class OpenAIWire:
         message: Json = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
         body = self._completion(call, message, "stop", len(text_deltas(text)))
         return json_response(200, body, self.headers(call))
+
+    def limit(self, call: Call, text: str) -> httpx.Response:
+        return self._ended(call, cut_short(text), "length")
+
+    def empty(self, call: Call) -> httpx.Response:
+        return self._ended(call, "", "stop")
+
+    def _ended(self, call: Call, text: str, finish: str) -> httpx.Response:
+        reply: Json | Stream
+        if call.stream:
+            reply = self._stream(call, text, "content", finish)
+        else:
+            message: Json = {
+                "role": "assistant",
+                "content": text,
+                "refusal": None,
+                "annotations": [],
+            }
+            reply = self._completion(call, message, finish, len(text_deltas(text)) if text else 0)
+        return ok(call, reply, self.headers(call))
 
     def refusal(self, call: Call) -> httpx.Response:
         # OpenAI's structured refusal: content null, the refusal in its own field,

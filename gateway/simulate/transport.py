@@ -162,6 +162,10 @@ class SimulatedTransport(httpx.BaseTransport):
                 raise httpx.RemoteProtocolError(
                     "Server disconnected without sending a response.", request=request
                 )
+            case FaultKind.LIMIT:
+                return wire.limit(call, self._answer(call))
+            case FaultKind.EMPTY:
+                return wire.empty(call)
             case FaultKind.REFUSAL:
                 return wire.refusal(call)
             case FaultKind.BLOCKED:

@@ -64,6 +64,14 @@ class Wire(Protocol):
 
     def stream(self, call: Call, text: str) -> Stream: ...
 
+    def limit(self, call: Call, text: str) -> httpx.Response:
+        """`text` cut short by the output limit, with that provider's finish reason."""
+        ...
+
+    def empty(self, call: Call) -> httpx.Response:
+        """A 200 that carries no answer text at all."""
+        ...
+
     def refusal(self, call: Call) -> httpx.Response: ...
 
     def blocked(self, call: Call) -> httpx.Response: ...
@@ -123,6 +131,12 @@ def last_user(messages: object, content_key: str = "content") -> str:
 def text_deltas(text: str) -> list[str]:
     """The answer cut into word-sized text deltas that join back to the exact text."""
     return re.findall(r"\s*\S+", text) or [text]
+
+
+def cut_short(text: str) -> str:
+    """The first half of an answer's deltas: where an output limit might stop it."""
+    pieces = text_deltas(text)
+    return "".join(pieces[: max(1, len(pieces) // 2)])
 
 
 def whole_seconds(seconds: float) -> str:
