@@ -21,8 +21,10 @@ from cli.observe import CHECK_FAILED
 from cli.output import stdout_console
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cli.diag import Diag
-    from gateway.config import Config
+    from gateway.config import Config, Deployment
     from gateway.engine import Engine
     from gateway.evaluate import Answer, EvalQuestion, EvalReport
     from gateway.model import Request
@@ -39,6 +41,7 @@ def run_eval_command(
     simulate: bool,
     fail: tuple[str, ...],
     diag: Diag,
+    skip_unconfigured: bool = False,
 ) -> int:
     import json
 
@@ -93,6 +96,8 @@ def run_eval_command(
         chosen = pick_deployments(config, deployments)
     except ValueError as exc:
         raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+    if skip_unconfigured:
+        chosen = _configured(chosen, environ, diag)
 
     def request_for(question: str) -> Request:
         return wiring.build_request(config, question, loaded, product=product)
@@ -134,8 +139,31 @@ def run_eval_command(
         )
     if report.violations:
         diag.error(f"{report.violations} rule violation(s); see the summary")
-        return CHECK_FAILED
-    return ExitCode.ANSWERED
+    if report.unasked:
+        # An answer never asked for is a check that did not happen: passing it would
+        # certify deployments nobody looked at.
+        skipped = ", ".join(f"{name} ({n})" for name, n in report.not_run().items() if n)
+        diag.error(
+            f"{report.unasked} of {report.cells} answers could not be asked: {skipped}",
+            fix="set their keys (`support-ask config check` shows which), or leave them out "
+            "with -d NAME or --skip-unconfigured",
+        )
+        return ExitCode.UNAVAILABLE
+    return CHECK_FAILED if report.violations else ExitCode.ANSWERED
+
+
+def _configured(
+    chosen: Sequence[Deployment], environ: Mapping[str, str], diag: Diag
+) -> tuple[Deployment, ...]:
+    """--skip-unconfigured: the deployments that can be called, saying which were left out."""
+    from cli.common import can_call
+
+    kept = tuple(d for d in chosen if can_call(d, environ))
+    left = [d for d in chosen if d not in kept]
+    if left:
+        names = ", ".join(f"{d.name} ({d.api_key_env} not set)" for d in left)
+        diag.notice(f"not evaluated: {names}")
+    return kept
 
 
 class _Progress:
@@ -210,13 +238,19 @@ def _print_eval(report: EvalReport) -> None:
         table.add_row(str(rule), *cells)
     table.add_row("not run", *(str(not_run[name]) for name in summary), style="dim")
     console.print(table)
-    verdict = (
-        "no deployment was asked"
-        if not report.ran
-        else f"{report.violations} violation(s)"
-        if report.violations
-        else "every rule passed"
-    )
+    asked = report.cells - report.unasked
+    found = f"{report.violations} violation(s)" if report.violations else "no violation"
+    if not report.ran:
+        verdict = "no deployment was asked"
+    elif report.unasked:
+        verdict = (
+            f"not a pass: {report.unasked} of {report.cells} answers not asked; "
+            f"{found} in the {asked} asked"
+        )
+    elif report.violations:
+        verdict = f"{found} in {asked} answers"
+    else:
+        verdict = f"every rule passed in the {asked} answers checked"
     console.print(Text(f"eval: {verdict}"))
 
 
@@ -272,6 +306,13 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        skip_unconfigured: Annotated[
+            bool,
+            typer.Option(
+                "--skip-unconfigured",
+                help="Leave out deployments whose key is not set (else they fail the eval).",
+            ),
+        ] = False,
         quiet: Annotated[
             bool, typer.Option("--quiet", "-q", help="No progress or warnings on stderr.")
         ] = False,
@@ -299,5 +340,6 @@ def register(app: typer.Typer) -> None:
                 simulate=simulate,
                 fail=tuple(fail or ()),
                 diag=diag,
+                skip_unconfigured=skip_unconfigured,
             ),
         )

@@ -178,6 +178,17 @@ class EvalReport:
         )
 
     @property
+    def cells(self) -> int:
+        """Answers wanted: every question of every deployment."""
+        return len(self.questions) * len(self.deployments)
+
+    @property
+    def unasked(self) -> int:
+        """Answers never asked for (a key not set, a window too small): each one a check
+        that did not happen, so an eval with any is not a pass."""
+        return sum(self.not_run().values())
+
+    @property
     def ran(self) -> bool:
         """Whether any deployment was called at all."""
         return any(
@@ -190,8 +201,9 @@ class EvalReport:
         not_run = self.not_run()
         return {
             "schema_version": 1,
-            "passed": self.violations == 0 and self.ran,
+            "passed": self.violations == 0 and self.ran and self.unasked == 0,
             "violations": self.violations,
+            "not_run": self.unasked,
             "deployments": list(self.deployments),
             "summary": {
                 name: {

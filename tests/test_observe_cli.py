@@ -310,6 +310,36 @@ def test_eval_with_no_usable_deployment(tmp_path: Path) -> None:
     assert code == 69 and "no deployment could be asked" in err and "OPENAI_API_KEY" in err
 
 
+def test_eval_with_deployments_that_could_not_be_asked_is_not_a_pass(tmp_path: Path) -> None:
+    config = tmp_path / "half.yaml"
+    config.write_text(
+        "product: Acme\ndeployments:\n"
+        "  - {name: primary, provider: openai, model: m, api_key_env: OPENAI_API_KEY,"
+        " context_window: 128000}\n"
+        "  - {name: local, provider: local, context_window: 1000000}\n"
+    )
+    questions = tmp_path / "q.txt"
+    questions.write_text("How do I reset my password?\nCan I change my email?\n")
+    base = ("eval", str(questions), "-a", str(kb(tmp_path)), "-c", str(config))
+
+    code, out, err = run(*base)
+    assert code == 69, err
+    assert "every rule passed" not in out
+    assert "eval: not a pass: 2 of 4 answers not asked; no violation in the 2 asked" in out
+    assert "2 of 4 answers could not be asked: primary (2)" in err
+    assert "--skip-unconfigured" in err
+    code, out, _ = run(*base, "--json")
+    data = json.loads(out)
+    assert code == 69 and data["passed"] is False and data["not_run"] == 2
+
+    # Left out on purpose, it passes on what was asked.
+    for leave_out in (("--skip-unconfigured",), ("-d", "local")):
+        code, out, err = run(*base, *leave_out)
+        assert code == 0, err
+        assert "eval: every rule passed in the 2 answers checked" in out
+    assert "not evaluated: primary (OPENAI_API_KEY not set)" in run(*base, "--skip-unconfigured")[2]
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
