@@ -144,6 +144,7 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
         return ExitCode.CONFIG
     out: list[str] = []
     problems: list[str] = []
+    listed: list[dict[str, object]] = []  # the same problems, for --json
 
     out.append(f"config: {config.source}")
     if config.source == BUNDLED_SOURCE:
@@ -158,9 +159,14 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
     except PromptError as exc:
         out.append(f"prompt: {config.prompt} ✗")
         problems.append(exc.message)
+        listed.append(
+            {"file": str(config.prompt), "line": None, "key": "prompt", "message": exc.message}
+        )
     from gateway.config.keys import key_errors
 
-    problems += [str(error) for error in key_errors(config, environ)]
+    for error in key_errors(config, environ):
+        problems.append(str(error))
+        listed.append(error.as_json())
     out.append(f"max_output_tokens: {config.max_output_tokens}")
     out.append(f"policy: {policy_text(config.policy)}")
 
@@ -194,10 +200,7 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
             {
                 "config": config.source,
                 "valid": not problems,
-                "problems": [
-                    {"file": str(config.prompt), "line": None, "key": "prompt", "message": p}
-                    for p in problems
-                ],
+                "problems": listed,
                 "product": config.product,
                 "prompt": None if config.prompt is None else str(config.prompt),
                 "max_output_tokens": config.max_output_tokens,

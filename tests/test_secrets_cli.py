@@ -155,6 +155,13 @@ def test_a_key_variable_that_cannot_be_a_key_is_refused_before_any_call(
     assert "OPENAI_API_KEY ✗ unusable" in check.stdout
     assert OPENAI_KEY[:8] not in check.stdout + check.stderr
 
+    as_json = support_ask(workdir, "config", "check", "--json", openai_key=value)
+    assert as_json.returncode == 78
+    report = json.loads(as_json.stdout)
+    assert not report["valid"]
+    assert [p["key"] for p in report["problems"]] == ["deployments[0].api_key_env"]
+    assert OPENAI_KEY[:8] not in as_json.stdout + as_json.stderr
+
 
 def test_a_key_with_its_file_newline_at_the_end_is_still_a_key(
     workdir: Path, proxy: EchoProxy
