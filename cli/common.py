@@ -18,22 +18,17 @@ CONFIG_HELP = (
     "the bundled default)."
 )
 STATE_HELP = (
-    "The cooldown state file (else $SUPPORT_ASK_STATE, the config's state.path, "
-    "the user state dir)."
+    "The cooldown state: a file or a redis:// URL (else $SUPPORT_ASK_STATE, the config's "
+    "state.url or state.path, the user state dir)."
 )
 
 
 def can_call(deployment: Deployment, environ: Mapping[str, str]) -> bool:
-    """Whether the deployment can be called as things stand: offline, keyless, or its key
-    set to a value that can be a key."""
-    if deployment.provider.offline or not deployment.api_key_env:
-        return True
-    from gateway.secret import KeyValueError, read_key
+    """Whether the deployment can be called as things stand: offline, keyless, or one of
+    its keys set to a value that can be a key."""
+    from gateway.credentials import keys_for
 
-    try:
-        return read_key(environ, deployment.api_key_env) is not None
-    except KeyValueError:
-        return False
+    return keys_for(deployment, environ).problem is None
 
 
 def seconds_until_callable(

@@ -45,19 +45,26 @@ def policy_text(policy: Policy) -> str:
 
 
 def key_status(deployment: Deployment, environ: Mapping[str, str]) -> str:
+    from gateway.credentials import variables
     from gateway.model import ProviderKind
 
     if deployment.provider is ProviderKind.LOCAL:
         return "none needed (offline)"
-    if not deployment.api_key_env:
+    names = variables(deployment)
+    if not names:
         return "none configured"
     from gateway.secret import KeyValueError, read_key
 
-    try:
-        state = SET if read_key(environ, deployment.api_key_env) else UNSET
-    except KeyValueError as exc:
-        state = f"{UNUSABLE}: it {exc.problem}"  # what is wrong, never the value
-    return f"{deployment.api_key_env} {state}"
+    said = []
+    for variable in names:
+        try:
+            state = SET if read_key(environ, variable) else UNSET
+        except KeyValueError as exc:
+            state = f"{UNUSABLE}: it {exc.problem}"  # what is wrong, never the value
+        said.append(f"{variable} {state}")
+    if len(names) > 1:
+        said.append(f"({deployment.key_strategy})")
+    return ", ".join(said[:-1]) + " " + said[-1] if len(names) > 1 else said[0]
 
 
 def search_order() -> str:
@@ -86,6 +93,8 @@ def describe_deployment(d: Deployment, base: Policy, environ: Mapping[str, str])
 
 def deployment_json(d: Deployment, environ: Mapping[str, str]) -> dict[str, object]:
     """One deployment for `config check --json`: never a key's value, only whether it is set."""
+    from gateway.credentials import variables
+
     return {
         "name": d.name,
         "provider": str(d.provider),
@@ -93,6 +102,8 @@ def deployment_json(d: Deployment, environ: Mapping[str, str]) -> dict[str, obje
         "context_window": d.context_window,
         "api_key_env": d.api_key_env,
         "key_set": bool(d.api_key_env and environ.get(d.api_key_env, "").strip()),
+        "keys": [{"variable": v, "set": bool(environ.get(v, "").strip())} for v in variables(d)],
+        "key_strategy": str(d.key_strategy),
         "callable": can_call(d, environ),
         "base_url": d.base_url,
         "api_version": d.api_version,

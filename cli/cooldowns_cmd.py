@@ -47,6 +47,14 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         (c, "probing" if c.name in seen.probing else "awaiting_probe")
         for c in sorted(seen.due.values(), key=lambda c: c.name)
     ]
+    # A key's cooldown taken with another value of its variable (another machine's key,
+    # or one since replaced) holds nothing back here; it is shown, marked so.
+    shown = {c.name for c, _ in rows}
+    rows += [
+        (c, "other_key")
+        for c in store.entries()
+        if c.name not in shown and c.credential is not None and c.until > now
+    ]
     if as_json:
         out = [_as_json(c, state, now) for c, state in rows]
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
@@ -66,6 +74,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
             "cooling": duration(c.until - now),
             "probing": "ended: a probe is in flight",
             "awaiting_probe": "ended: the next call probes",
+            "other_key": f"{duration(c.until - now)}, for another value of the key",
         }[state]
         table.add_row(
             c.deployment,

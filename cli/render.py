@@ -40,9 +40,9 @@ _HEADERS = ("deployment", "#", "status", "error class", "decision", "wait", "too
 _RIGHT = frozenset({"#", "status", "wait", "took"})
 
 
-def _cells(a: Attempt, wait: str) -> tuple[str, ...]:
+def _cells(a: Attempt, wait: str, keyed: frozenset[str] = frozenset()) -> tuple[str, ...]:
     return (
-        a.deployment,
+        f"{a.deployment} ({a.key})" if a.deployment in keyed and a.key else a.deployment,
         str(a.attempt) if a.attempt else "",
         "" if a.status is None else str(a.status),
         "" if a.error_class is None else str(a.error_class),
@@ -64,12 +64,18 @@ def attempts_table(
     from rich.text import Text
 
     last = len(attempts) - 1
+    # A deployment that went through several of its keys says which key each call used.
+    used_keys: dict[str, set[str]] = {}
+    for a in attempts:
+        if a.key:
+            used_keys.setdefault(a.deployment, set()).add(a.key)
+    keyed = frozenset(name for name, keys in used_keys.items() if len(keys) > 1)
     rows = []
     for i, a in enumerate(attempts):
         wait = _seconds(a.wait_s)
         if countdown is not None and i == last:
             wait = f"{max(countdown, 0.0):.1f}s…"
-        rows.append((a, _cells(a, wait)))
+        rows.append((a, _cells(a, wait, keyed)))
 
     table = Table(title=title, title_justify="left", title_style="bold", expand=False)
     used = 1  # the closing border

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gateway import credentials
 from gateway.backoff import Budget
 from gateway.config import Config, Deployment
+from gateway.credentials import Key, Keys
 from gateway.model import (
     Attempt,
-    Cooldown,
     DeploymentError,
     ErrorKind,
     Failure,
@@ -41,12 +42,14 @@ from gateway.policy import (
     Refused,
     Stopped,
     after_overflow,
+    cooldown_basis,
     judge,
     plan_route,
     window_shortfall,
 )
 from gateway.seams import Clock, Provider, ProviderFactory, RandomSource, Sleeper, StateStore
-from gateway.secret import KeyValueError, Secret, read_key
+from gateway.secret import Secret
+from gateway.state.records import Snapshot
 
 log = logging.getLogger("support_ask.engine")
 
@@ -62,10 +65,6 @@ class _Verdict:
     rejected_input: Deployment | None = None  # it reported a context overflow
 
 
-KeyChoice = tuple[Secret | None, str | None]
-"""A deployment's key, or why it cannot be called (None, the reason)."""
-
-
 @dataclass(frozen=True)
 class _Seams:
     """What one question is given by the engine that asks it; it reaches for nothing else."""
@@ -76,7 +75,8 @@ class _Seams:
     rng: RandomSource
     count_tokens: Callable[[str], int]
     on_attempt: Callable[[Attempt], None] | None
-    key_for: Callable[[Deployment], KeyChoice]
+    keys_for: Callable[[Deployment], Keys]
+    current_keys: Callable[[], Mapping[str, Secret | None]]
     provider_for: Callable[[Deployment, Secret | None], Provider]
 
 
@@ -148,7 +148,8 @@ class Engine:
             rng=self._rng,
             count_tokens=self._count_tokens,
             on_attempt=self._on_attempt,
-            key_for=self.key_for,
+            keys_for=self.keys_for,
+            current_keys=lambda: credentials.current(self.config, self._environ),
             provider_for=self.provider_for,
         )
         # Every wait and call of this question is measured from its start.
@@ -156,18 +157,10 @@ class Engine:
         budget = Budget(start, self.config.policy.budget)
         return _Question(self.config, request, seams, budget, on_text, exact_tokens).run()
 
-    def key_for(self, deployment: Deployment) -> KeyChoice:
-        """The deployment's key, or why it cannot be called: its key variable is not set,
-        or holds what cannot be a key (never sent, so never echoed, and never cooled)."""
-        if deployment.provider.offline or deployment.api_key_env is None:
-            return None, None
-        try:
-            key = read_key(self._environ, deployment.api_key_env)
-        except KeyValueError as exc:
-            return None, str(exc)
-        if key is None:
-            return None, f"{deployment.api_key_env} not set"
-        return key, None
+    def keys_for(self, deployment: Deployment) -> Keys:
+        """The deployment's usable keys, and why the others cannot be used: a variable not
+        set, or holding what cannot be a key (never sent, so never echoed, never cooled)."""
+        return credentials.keys_for(deployment, self._environ)
 
 
 @dataclass
@@ -175,11 +168,20 @@ class _Turn:
     """One deployment being called: its adapter, its own budget, its calls so far."""
 
     deployment: Deployment
-    key: Secret | None
+    key: Key | None  # None: a deployment that takes no key
+    spare: list[Key]  # its other keys, tried at once when this one fails for its own sake
     provider: Provider
     budget: Budget
+    probe: bool = False  # the one call after its cooldown ended, under the fleet's lease
     calls: int = 0
     retries: int = 0
+
+
+_PROBED_ELSEWHERE = "its cooldown ended; another invocation is sending the one probe"
+
+
+def _joined(note: str, more: str) -> str:
+    return f"{note}; {more}" if note else more
 
 
 class _Question:
@@ -207,7 +209,8 @@ class _Question:
         self.queue = list(self.plan.candidates)  # the deployments not taken up yet
         # The first cut-short reply: returned, marked incomplete, if nothing better comes.
         self.kept: tuple[Deployment, Reply, Failure] | None = None
-        self.cooling: Mapping[str, Cooldown] = {}  # read from the store when the loop starts
+        self.seen = Snapshot({})  # the shared state, read once when the loop starts
+        self.probes: set[str] = set()  # deployments this question holds the probe lease of
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -230,9 +233,9 @@ class _Question:
 
     def run(self) -> Result:
         """One loop: take the next deployment, call it, and act on how the call ended."""
-        self.cooling = self.seams.store.active(
-            self.clock.wall(),
-            {d.name: self.seams.key_for(d)[0] for d in self.config.all_deployments()},
+        rotating = [d.name for d in self.config.all_deployments() if credentials.rotates(d)]
+        self.seen = self.seams.store.read(
+            self.clock.wall(), self.seams.current_keys(), advance=rotating
         )
         queue = self.queue
         turn: _Turn | None = None
@@ -241,7 +244,7 @@ class _Question:
                 if not queue:
                     return self._failed()
                 d = queue.pop(0)
-                barrier = self._barrier(d)
+                barrier = self._barrier(d) or self._claim_probe(d)
                 if barrier is not None:
                     self._record_skip(d, barrier.last_error)
                     self.verdicts[d.name] = barrier
@@ -258,14 +261,32 @@ class _Question:
             if not isinstance(ending, Failed):
                 return self._finish(turn, ending, elapsed)
             step = ending.step
+            # A failure that is the key's (bad key, quota, its rate limit) cools that key,
+            # and the deployment's next key is tried at once; any other cools the deployment.
+            keys_fault = (
+                step.outcome is Outcome.FAIL_OVER
+                and turn.key is not None
+                and credentials.key_scoped(ending.failure.kind)
+            )
+            note = step.note
+            if keys_fault and turn.spare:
+                note = _joined(note, f"next: its key {turn.spare[0].variable}")
+            elif turn.probe and step.outcome is not Outcome.RETRY:
+                note = _joined(note, "the probe after its cooldown failed")
             self._record_failure(
-                d, turn.calls, ending.failure, step.outcome, elapsed, step.wait, step.note
+                turn, turn.calls, ending.failure, step.outcome, elapsed, step.wait, note
             )
             if step.outcome is Outcome.RETRY:
                 self.seams.sleeper.sleep(step.wait)
                 turn.retries += 1
                 continue
-            self._cool(turn, ending.failure, step.cooldown)
+            if keys_fault and turn.key is not None:
+                self._cool(turn, ending.failure, step.cooldown, key=turn.key)
+                if turn.spare:
+                    self._next_key(turn)
+                    continue
+            else:
+                self._cool(turn, ending.failure, step.cooldown)
             if ending.reply is not None and ending.reply.text.strip() and self.kept is None:
                 # Cut short: not an answer while a better one may come, but better than none.
                 self.kept = (d, ending.reply, ending.failure)
@@ -284,10 +305,37 @@ class _Question:
             turn = None
 
     def _begin(self, d: Deployment) -> _Turn:
-        """Start calling `d`: the key for its calls is chosen here."""
-        key, _ = self.seams.key_for(d)
-        provider = self.seams.provider_for(d, key)
-        return _Turn(d, key, provider, Budget(self.clock.monotonic(), d.policy.budget))
+        """Start calling `d`: its keys, in the order this question tries them, are chosen
+        here (the first is used; the others wait for a failure that is the key's)."""
+        keys = self._keys(d)
+        key, spare = (keys[0], keys[1:]) if keys else (None, [])
+        provider = self.seams.provider_for(d, None if key is None else key.secret)
+        budget = Budget(self.clock.monotonic(), d.policy.budget)
+        return _Turn(d, key, spare, provider, budget, probe=d.name in self.probes)
+
+    def _next_key(self, turn: _Turn) -> None:
+        """Go on with the deployment's next key: a fresh adapter, a fresh count of retries."""
+        turn.key = turn.spare.pop(0)
+        turn.provider = self.seams.provider_for(turn.deployment, turn.key.secret)
+        turn.retries = 0
+
+    def _keys(self, d: Deployment) -> list[Key]:
+        """`d`'s usable keys that are not cooling down, in this question's order."""
+        usable = self.seams.keys_for(d).usable
+        ordered = credentials.in_turn(usable, d, self.seen.cursors.get(d.name, 0))
+        return [k for k in ordered if k.record not in self.seen.cooling]
+
+    def _claim_probe(self, d: Deployment) -> _Verdict | None:
+        """When `d`'s cooldown has ended, one call in the whole fleet probes it, under a
+        short lease: this invocation takes it (None), or skips `d` while another has it."""
+        if d.name not in self.seen.due or d.provider.offline:
+            return None
+        lease = d.policy.timeout + 1.0  # the probe's longest call, and a little more
+        if self.seams.store.lease(d.name, now=self.clock.wall(), ttl=lease):
+            self.probes.add(d.name)
+            log.info("%s: its cooldown ended; this invocation sends the one probe", d.name)
+            return None
+        return _Verdict(_PROBED_ELSEWHERE, transient=True)
 
     def _left(self, turn: _Turn, now: float) -> float:
         return min(self.budget.left(now), turn.budget.left(now))
@@ -326,7 +374,9 @@ class _Question:
             partial=partial,
             wrote=wrote,
             retries_done=turn.retries,
-            policy=d.policy,
+            # The probe is one call: a deployment just back from a cooldown that fails
+            # again is not worth the customer's time in retries.
+            policy=replace(d.policy, retries=0) if turn.probe else d.policy,
             budget=Budget(now, self._left(turn, now)),
             now=now,
             draw=self.seams.rng.random,
@@ -340,18 +390,31 @@ class _Question:
         shortfall = window_shortfall(self.config, self.plan.input_tokens, d)
         if shortfall is not None:
             return _Verdict(shortfall, too_small=True)
-        _, missing = self.seams.key_for(d)
-        if missing is not None:
-            return _Verdict(missing, unconfigured=True)
-        cooldown = self.cooling.get(d.name)
+        keys = self.seams.keys_for(d)
+        if keys.problem is not None:
+            return _Verdict(keys.problem, unconfigured=True)
+        cooldown = self.seen.cooling.get(d.name)
         if cooldown is not None:
             left = cooldown.until - self.clock.wall()
             return _Verdict(f"cooling down for {left:.0f} s after {cooldown.kind}", transient=True)
+        if keys.usable and not self._keys(d):
+            return _Verdict(self._keys_cooling(keys), transient=True)
+        if d.name in self.seen.due and d.name in self.seen.probing:
+            return _Verdict(_PROBED_ELSEWHERE, transient=True)
         # An offline deployment answers in milliseconds, inside the budget's margin: with
         # the budget spent it is still the customer's best chance of an answer.
         if self.budget.left(self.clock.monotonic()) <= 0 and not d.provider.offline:
             return _Verdict("no time left in the budget", transient=True)
         return None
+
+    def _keys_cooling(self, keys: Keys) -> str:
+        now = self.clock.wall()
+        each = [
+            f"{k.variable} for {c.until - now:.0f} s after {c.kind}"
+            for k in keys.usable
+            if (c := self.seen.cooling.get(k.record)) is not None
+        ]
+        return "every key is cooling down: " + ", ".join(each)
 
     def _record_skip(self, d: Deployment, why: str) -> None:
         self._record(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))
@@ -363,14 +426,14 @@ class _Question:
         d, number = turn.deployment, turn.calls
         match ending:
             case Answered(reply=reply):
-                self._record_reply(d, number, reply, elapsed)
+                self._record_reply(turn, number, reply, elapsed)
                 return self._result(Status.ANSWERED, d, answer=reply.text, reply=reply)
             case Refused(text=text, by=by, reply=reply, failure=failure):
                 if reply is not None:
-                    self._record_reply(d, number, reply, elapsed)
+                    self._record_reply(turn, number, reply, elapsed)
                 else:
                     assert failure is not None
-                    self._record_failure(d, number, failure, Outcome.FATAL, elapsed)
+                    self._record_failure(turn, number, failure, Outcome.FATAL, elapsed)
                 log.warning("%s: the %s refused the question: %s", d.name, by, text[:200])
                 # The model's refusal is its answer, as is; the provider's filter wrote
                 # none, and its explanation is no answer to show the customer.
@@ -383,7 +446,7 @@ class _Question:
                 )
             case Stopped(failure=failure, partial=partial, cooldown=cooldown, reply=reply):
                 note = "after text was written: not retried"
-                self._record_failure(d, number, failure, Outcome.STOPPED, elapsed, note=note)
+                self._record_failure(turn, number, failure, Outcome.STOPPED, elapsed, note=note)
                 self._cool(turn, failure, cooldown)
                 verb = "was cut short" if reply is not None else "broke off"
                 error = QuestionError(
@@ -395,7 +458,7 @@ class _Question:
                     Status.FAILED, d, answer=partial, reply=reply, error=error, incomplete=True
                 )
             case Fatal(failure=failure):
-                self._record_failure(d, number, failure, Outcome.FATAL, elapsed)
+                self._record_failure(turn, number, failure, Outcome.FATAL, elapsed)
                 error = QuestionError(
                     FailureKind.BAD_REQUEST,
                     f"{d.name} rejected the request as malformed: {failure.detail}",
@@ -420,8 +483,9 @@ class _Question:
         if self.seams.on_attempt is not None:
             self.seams.on_attempt(attempt)
 
-    def _record_reply(self, d: Deployment, number: int, reply: Reply, elapsed: float) -> None:
+    def _record_reply(self, turn: _Turn, number: int, reply: Reply, elapsed: float) -> None:
         # A refusal delivered as a reply is an answer too: the deployment is healthy.
+        d = turn.deployment
         self._record(
             Attempt(
                 d.name,
@@ -431,30 +495,41 @@ class _Question:
                 Outcome.FATAL if reply.refused else Outcome.ANSWERED,
                 0.0,
                 elapsed,
+                "the probe after its cooldown answered: cleared" if turn.probe else "",
+                None if turn.key is None else turn.key.variable,
             )
         )
-        self.seams.store.clear(d.name)
+        # A success clears what it proves wrong; with nothing recorded, nothing is written.
+        for name in (d.name, None if turn.key is None else turn.key.record):
+            if name is not None and name in self.seen.present:
+                self.seams.store.clear(name)
 
-    def _cool(self, turn: _Turn, failure: Failure, cooldown: float | None) -> None:
+    def _cool(
+        self, turn: _Turn, failure: Failure, cooldown: float | None, *, key: Key | None = None
+    ) -> None:
+        """Cool the deployment, or (`key`) one of its keys, bound to that key's value: a
+        key that is replaced gets a new chance at once."""
         if cooldown is None:
             return
+        d = turn.deployment
         now = self.clock.wall()
         self.seams.store.cool(
-            turn.deployment.name,
+            d.name if key is None else key.record,
             until=now + cooldown,
             kind=failure.kind,
             now=now,
             # What classifies the failure, never its text: that can echo the question.
             status=failure.status,
             code=failure.code,
-            cap=turn.deployment.policy.max_cooldown,
-            # An auth cooldown ends as soon as the key changes: the fix is a new key.
-            credential=turn.key if failure.kind is ErrorKind.AUTH else None,
+            basis=cooldown_basis(failure, d.policy),
+            deployment=d.name,
+            credential=None if key is None else key.secret,
+            cap=d.policy.max_cooldown,
         )
 
     def _record_failure(
         self,
-        d: Deployment,
+        turn: _Turn,
         number: int,
         failure: Failure,
         outcome: Outcome,
@@ -463,8 +538,19 @@ class _Question:
         note: str = "",
     ) -> None:
         detail = f"{failure.detail} ({note})" if note else failure.detail
+        key = None if turn.key is None else turn.key.variable
         self._record(
-            Attempt(d.name, number, failure.status, failure.kind, outcome, wait, elapsed, detail)
+            Attempt(
+                turn.deployment.name,
+                number,
+                failure.status,
+                failure.kind,
+                outcome,
+                wait,
+                elapsed,
+                detail,
+                key,
+            )
         )
 
     def _result(

@@ -195,10 +195,12 @@ class Attempt:
     wait_s: float
     elapsed_s: float
     detail: str = ""
+    key: str | None = None  # the key's variable name (never its value); None: no key
 
     def as_json(self) -> dict[str, object]:
         return {
             "deployment": self.deployment,
+            "key": self.key,
             "attempt": self.attempt,
             "status": self.status,
             "error_class": None if self.error_class is None else str(self.error_class),

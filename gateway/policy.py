@@ -13,7 +13,17 @@ from dataclasses import dataclass
 from gateway.backoff import Budget, backoff_delay
 from gateway.config import Config, Deployment, Policy
 from gateway.errors import cools_down, default_decision
-from gateway.model import Decision, ErrorKind, Failure, Outcome, RefusedBy, Reply, Route, Timer
+from gateway.model import (
+    CooldownBasis,
+    Decision,
+    ErrorKind,
+    Failure,
+    Outcome,
+    RefusedBy,
+    Reply,
+    Route,
+    Timer,
+)
 
 
 @dataclass(frozen=True)
@@ -47,10 +57,31 @@ TRANSIENT_KINDS = frozenset(
 
 
 def _cooldown_for(failure: Failure, policy: Policy) -> float | None:
+    """How long giving up on `failure` cools the deployment (or key), None: not at all.
+
+    A server that named a wait knows better than our default: never come back sooner, but
+    never later than max_cooldown (a single absurd Retry-After must not shut a deployment
+    out for a week). A billing or quota failure with no reset named is not over in a
+    minute: it cools for quota_cooldown, so every invocation does not hit it again.
+    """
     if not cools_down(failure.kind):
         return None
-    # A server that named a wait knows better than our default: never come back sooner.
-    return max(policy.cooldown, failure.retry_after or 0.0)
+    if failure.retry_after is not None and failure.retry_after > 0:
+        return min(policy.max_cooldown, max(policy.cooldown, failure.retry_after))
+    if failure.kind is ErrorKind.QUOTA:
+        return policy.quota_cooldown
+    return policy.cooldown
+
+
+def cooldown_basis(failure: Failure, policy: Policy) -> CooldownBasis:
+    """Where the length `_cooldown_for` gives comes from: what `support-ask cooldowns`
+    says about how a cooldown will end."""
+    wait = failure.retry_after
+    if wait is not None and wait > policy.cooldown:
+        return CooldownBasis.CAPPED if wait > policy.max_cooldown else CooldownBasis.PROVIDER
+    if failure.kind is ErrorKind.QUOTA and not (wait is not None and wait > 0):
+        return CooldownBasis.QUOTA
+    return CooldownBasis.POLICY
 
 
 def next_step(
@@ -110,7 +141,7 @@ def next_step(
             # from this deployment for at least as long as it asked.
             return Step(
                 Outcome.FAIL_OVER,
-                cooldown=max(policy.cooldown, wait),
+                cooldown=min(policy.max_cooldown, max(policy.cooldown, wait)),
                 transient=transient,
                 note=f"server asks for {wait:.1f} s, {budget.left(now):.1f} s of budget left",
             )

@@ -52,6 +52,17 @@ def render(table: object, width: int = 120) -> str:
     return console.file.getvalue()
 
 
+def test_a_deployment_that_went_through_several_keys_names_each_call_s_key() -> None:
+    from dataclasses import replace
+
+    first = replace(GAVE_UP, key="KEY_A", error_class=ErrorKind.AUTH, status=401)
+    second = Attempt("primary", 3, 200, None, Outcome.ANSWERED, 0.0, 0.3, "", "KEY_B")
+    text = render(attempts_table([first, second]))
+    assert "primary (KEY_A)" in text and "primary (KEY_B)" in text
+    one_key = render(attempts_table([replace(RETRY, key="KEY_A"), replace(SERVED, key="FB")]))
+    assert "(KEY_A)" not in one_key and "(FB)" not in one_key, "one key each: nothing to say"
+
+
 def test_table_has_a_row_per_attempt_and_counts_a_wait_down() -> None:
     text = render(attempts_table([RETRY], countdown=1.26))
     assert "primary" in text and "rate_limit" in text and "retry" in text

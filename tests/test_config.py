@@ -1572,3 +1572,53 @@ def test_the_cache_dir_is_platformdirs_user_cache_dir(
         monkeypatch.setenv("XDG_CACHE_HOME", xdg)
     expected = Path(platformdirs.user_cache_dir("support-ask", appauthor=False))
     assert config_cache._cache_dir() == expected
+
+
+SEVERAL_KEYS = GOOD.replace(
+    "    api_key_env: OPENAI_API_KEY\n",
+    "    api_key_env: [OPENAI_KEY_A, OPENAI_KEY_B]\n    key_strategy: round_robin\n",
+)
+
+
+def test_a_deployment_may_name_several_keys_and_how_to_take_them(
+    tmp_path: Path, validations: list[str], private_cache: Path
+) -> None:
+    from gateway.config import KeyStrategy
+    from gateway.credentials import variables
+
+    path = write(tmp_path, SEVERAL_KEYS)
+    first = load_config(path)
+    primary = first.deployments[0]
+    assert variables(primary) == ("OPENAI_KEY_A", "OPENAI_KEY_B")
+    assert primary.key_strategy is KeyStrategy.ROUND_ROBIN
+    again = load_config(path)
+    assert again == first and validations == [str(path)], "it caches, enum and all"
+    plain = load_config(write(tmp_path, GOOD, name="plain.yaml")).deployments[0]
+    assert variables(plain) == ("OPENAI_API_KEY",) and plain.key_strategy is KeyStrategy.IN_ORDER
+
+
+@pytest.mark.parametrize(
+    ("keys", "key", "fragment"),
+    [
+        ("[]", "deployments[0].api_key_env", "the list is empty"),
+        ("[A_KEY, A_KEY]", "deployments[0].api_key_env[1]", "listed twice"),
+        ("[A_KEY, 'not a name']", "deployments[0].api_key_env[1]", "not an environment variable"),
+        ("[A_KEY, sk-proj-Zq8v3KxT1mN4bR7wY2cF9hJ6]", "deployments[0].api_key_env[1]", "API key"),
+    ],
+)
+def test_a_bad_list_of_keys_names_the_entry(
+    tmp_path: Path, keys: str, key: str, fragment: str
+) -> None:
+    text = GOOD.replace("api_key_env: OPENAI_API_KEY", f"api_key_env: {keys}")
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert caught.value.key == key and fragment in str(caught.value)
+    assert "Zq8v3KxT1mN4bR7wY2cF9hJ6" not in str(caught.value)
+
+
+def test_an_unknown_key_strategy_is_an_error(tmp_path: Path) -> None:
+    text = SEVERAL_KEYS.replace("round_robin", "random")
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert caught.value.key == "deployments[0].key_strategy"
+    assert "in_order, round_robin" in str(caught.value)

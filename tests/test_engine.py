@@ -725,6 +725,7 @@ def test_the_result_json_has_the_designed_shape():
     assert data["routed"] == "normal"
     assert set(data["attempts"][0]) == {  # type: ignore[index]
         "deployment",
+        "key",
         "attempt",
         "status",
         "error_class",

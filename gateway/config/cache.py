@@ -31,6 +31,7 @@ from gateway.config.model import (
     BUNDLED_SOURCE,
     Config,
     Deployment,
+    KeyStrategy,
     LogSettings,
     Policy,
     StateSettings,
@@ -47,6 +48,7 @@ _CACHE_ENTRIES = 8  # configs remembered, the most recently stored first
 # those (FAT: 2 s).
 _SETTLE_FINE_S = 0.1
 _SETTLE_COARSE_S = 2.0
+_ENUMS: dict[str, type[Enum]] = {e.__name__: e for e in (ProviderKind, KeyStrategy)}
 _RECORDS: dict[str, type] = {
     c.__name__: c for c in (Config, Deployment, Policy, LogSettings, StateSettings)
 }
@@ -240,8 +242,9 @@ def _decode(data: object) -> object:
     if "$tuple" in data:
         return tuple(_decode(v) for v in data["$tuple"])
     if "$enum" in data:
-        if data["$enum"] != ProviderKind.__name__:
+        enum = _ENUMS.get(data["$enum"])
+        if enum is None:
             raise TypeError("not a cached enum")
-        return ProviderKind(data["value"])
+        return enum(data["value"])
     record = _RECORDS[data["$record"]]
     return record(**{name: _decode(v) for name, v in data["fields"].items()})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gateway.config.model import Config, ConfigError, Deployment
+from gateway.credentials import variables
 from gateway.secret import KeyValueError, read_key
 
 
@@ -30,22 +31,22 @@ def key_errors(config: Config, environ: Mapping[str, str]) -> list[ConfigError]:
     errors: list[ConfigError] = []
     seen: set[str] = set()
     for path, d in _keyed(config):
-        assert d.api_key_env is not None
-        if d.api_key_env in seen:
-            continue  # one variable shared by several deployments: said once
-        seen.add(d.api_key_env)
-        try:
-            read_key(environ, d.api_key_env)
-        except KeyValueError as exc:
-            errors.append(
-                ConfigError(
-                    f"{exc}, so no request was sent; fix: set {exc.variable} to the key "
-                    "alone, one line of visible ASCII characters (a key file read with "
-                    f"its newline: export {exc.variable}=\"$(tr -d '\\r\\n' < FILE)\")",
-                    file=config.source,
-                    key=f"{path}.api_key_env",
+        for variable in variables(d):
+            if variable in seen:
+                continue  # one variable shared by several deployments: said once
+            seen.add(variable)
+            try:
+                read_key(environ, variable)
+            except KeyValueError as exc:
+                errors.append(
+                    ConfigError(
+                        f"{exc}, so no request was sent; fix: set {exc.variable} to the key "
+                        "alone, one line of visible ASCII characters (a key file read with "
+                        f"its newline: export {exc.variable}=\"$(tr -d '\\r\\n' < FILE)\")",
+                        file=config.source,
+                        key=f"{path}.api_key_env",
+                    )
                 )
-            )
     return errors
 
 

@@ -6,6 +6,7 @@ Every engine run imports this, so it imports nothing beyond the gateway's vocabu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,13 @@ class Policy:
     stall_timeout: float = 5.0  # the longest silence between two chunks of a flowing reply
 
 
+class KeyStrategy(StrEnum):
+    """In which order a deployment with several keys tries them."""
+
+    IN_ORDER = "in_order"  # the first key that is not cooling down, always
+    ROUND_ROBIN = "round_robin"  # each question starts at the next key (a cursor in the state)
+
+
 @dataclass(frozen=True)
 class Deployment:
     """One model behind one provider, with its window and its own policy."""
@@ -53,7 +61,11 @@ class Deployment:
     context_window: int
     policy: Policy = field(default_factory=Policy)
     model: str | None = None
-    api_key_env: str | None = None
+    api_key_env: str | None = None  # the (first) key's variable
+    # Every key variable, in the order they are tried, when the config gave a list; () when
+    # it named one (then `api_key_env` is the only one): `gateway.credentials.variables`.
+    api_key_envs: tuple[str, ...] = ()
+    key_strategy: KeyStrategy = KeyStrategy.IN_ORDER
     base_url: str | None = None
     api_version: str | None = None  # azure only
     headers: tuple[tuple[str, str], ...] = ()  # extra request headers (openai-compatible)

@@ -16,6 +16,7 @@ from gateway.config.model import (
     Config,
     ConfigError,
     Deployment,
+    KeyStrategy,
     LogSettings,
     Policy,
     StateSettings,
@@ -62,6 +63,7 @@ _DEPLOYMENT_KEYS = (
     "provider",
     "model",
     "api_key_env",
+    "key_strategy",
     "base_url",
     "api_version",
     "context_window",
@@ -629,8 +631,13 @@ class _Reader:
             ),
         )
         model = self.gather(None, lambda: self.optional_text(get("model"), f"{path}.model"))
-        api_key_env = self.gather(
-            None, lambda: self.api_key_env(get("api_key_env"), f"{path}.api_key_env")
+        no_keys: tuple[str, ...] = ()
+        key_envs = self.gather(
+            no_keys, lambda: self.api_key_envs(get("api_key_env"), f"{path}.api_key_env")
+        )
+        key_strategy = self.gather(
+            KeyStrategy.IN_ORDER,
+            lambda: self.key_strategy(get("key_strategy"), f"{path}.key_strategy"),
         )
         base_url = self.gather(None, lambda: self.base_url(get("base_url"), f"{path}.base_url"))
         api_version = self.gather(
@@ -658,7 +665,9 @@ class _Reader:
             context_window=context_window,
             policy=own_policy,
             model=model,
-            api_key_env=api_key_env,
+            api_key_env=key_envs[0] if key_envs else None,
+            api_key_envs=key_envs if len(key_envs) > 1 else (),
+            key_strategy=key_strategy,
             base_url=base_url,
             api_version=api_version,
             headers=headers,
@@ -740,6 +749,35 @@ class _Reader:
                 f"{path}.api_key_env",
                 f"missing; name the environment variable that holds the {provider} key",
             )
+
+    def api_key_envs(self, node: Node | None, path: str) -> tuple[str, ...]:
+        """One key variable, or a list of them (tried in order, or round robin)."""
+        from yaml import SequenceNode
+
+        if not isinstance(node, SequenceNode):
+            one = self.api_key_env(node, path)
+            return () if one is None else (one,)
+        if not node.value:
+            self.fail(node, path, "the list is empty; name at least one key variable")
+        names: list[str] = []
+        for i, item in enumerate(node.value):
+            name = self.api_key_env(item, f"{path}[{i}]")
+            if name is None:
+                self.fail(item, f"{path}[{i}]", "expected a variable name, got nothing")
+            if name in names:
+                self.fail(item, f"{path}[{i}]", f"{name} is listed twice; list each key once")
+            names.append(name)
+        return tuple(names)
+
+    def key_strategy(self, node: Node | None, path: str) -> KeyStrategy:
+        text = self.optional_text(node, path)
+        if text is None:
+            return KeyStrategy.IN_ORDER
+        assert node is not None  # there is text
+        valid = [s.value for s in KeyStrategy]
+        if text not in valid:
+            self.fail(node, path, f"expected one of {', '.join(valid)}, got {text!r}")
+        return KeyStrategy(text)
 
     def api_key_env(self, node: Node | None, path: str) -> str | None:
         value = self.optional_text(node, path, secret=True)

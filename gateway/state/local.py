@@ -33,9 +33,8 @@ class LocalStore(ABC):
         state = self._load() if not advance else self._update(lambda s: rules.advance(s, advance))
         seen = rules.snapshot(state, now, credentials, self.limits, cursors=advance)
         if advance:  # the cursors as they were before this question moved them on
-            seen = Snapshot(
-                seen.cooling, seen.due, seen.probing, {k: v - 1 for k, v in seen.cursors.items()}
-            )
+            before = {k: v - 1 for k, v in seen.cursors.items()}
+            seen = Snapshot(seen.cooling, seen.due, seen.probing, before, seen.present)
         return seen
 
     def active(self, now: float, credentials: Mapping[str, Secret | None]) -> dict[str, Cooldown]:

@@ -44,13 +44,15 @@ class Snapshot:
     `cooling`: in force now, skip. `due`: ended but not yet followed by a success, so the
     next call is the probe and only the holder of its lease may send it. `probing`: names
     whose probe lease someone holds now. `cursors`: each round-robin deployment's cursor,
-    read before this question advanced it.
+    read before this question advanced it. `present`: every record there is (void ones
+    too), so a success clears what it should and writes nothing when there is nothing.
     """
 
     cooling: Mapping[str, Cooldown]
     due: Mapping[str, Cooldown] = field(default_factory=dict)
     probing: frozenset[str] = frozenset()
     cursors: Mapping[str, int] = field(default_factory=dict)
+    present: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,13 @@ def snapshot(
         elif entry.until + limits.remember > now:
             due[name] = entry
     probing = frozenset(name for name, lease in state.leases.items() if lease.until > now)
-    return Snapshot(cooling, due, probing, {name: state.cursors.get(name, 0) for name in cursors})
+    return Snapshot(
+        cooling,
+        due,
+        probing,
+        {name: state.cursors.get(name, 0) for name in cursors},
+        frozenset(state.entries) | frozenset(state.leases),
+    )
 
 
 def merge(old: Cooldown | None, new: Cooldown, now: float, cap: float) -> Cooldown | None:
