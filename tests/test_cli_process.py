@@ -93,9 +93,8 @@ def workdir(tmp_path: Path, providers: Providers) -> Path:
     return tmp_path
 
 
-def support_ask(
-    workdir: Path, *args: str, input: str | None = None, python_flags: tuple[str, ...] = ()
-) -> subprocess.CompletedProcess[str]:
+def support_ask_env(workdir: Path) -> dict[str, str]:
+    """The environment of a support-ask run from `workdir`: test keys, its own user dirs."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -107,6 +106,13 @@ def support_ask(
         XDG_CONFIG_HOME=str(workdir / "xdg"),
         XDG_STATE_HOME=str(workdir / "xdg"),
     )
+    return env
+
+
+def support_ask(
+    workdir: Path, *args: str, input: str | None = None, python_flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    env = support_ask_env(workdir)
     return subprocess.run(
         [sys.executable, *python_flags, "-m", "cli", *args],
         cwd=workdir,

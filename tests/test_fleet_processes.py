@@ -16,8 +16,9 @@ import pytest
 from gateway.model import ErrorKind
 from gateway.state.file import FileStore
 from tests.cli_runner import write_loopback_workdir
+from tests.loopback import Exchange
 from tests.redis_server import RedisServer, redis_server, silent_server
-from tests.test_cli_process import ANSWER, Providers, support_ask
+from tests.test_cli_process import ANSWER, Providers, support_ask, support_ask_env
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = ("How do I reset my password?", "-a", "kb")
@@ -36,15 +37,23 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
         yield running
 
 
-def machine(tmp_path: Path, name: str, providers: Providers, redis_url: str) -> Path:
+def machine(
+    tmp_path: Path,
+    name: str,
+    providers: Providers,
+    redis_url: str,
+    budget: int = 6,
+    redis_timeout: float = 2.0,  # a busy test machine must not look like a Redis outage
+) -> Path:
     home = tmp_path / name
     home.mkdir()
-    write_loopback_workdir(home, providers.server.url, ANSWER, retries=0, budget=6, timeout=3)
+    write_loopback_workdir(home, providers.server.url, ANSWER, retries=0, budget=budget, timeout=3)
     config = home / "support-ask.yaml"
     config.write_text(
         config.read_text().replace(
             "state:\n  path: state.json\n",
-            f"state:\n  url: {redis_url}\n  connect_timeout: 0.2\n  timeout: 0.2\n",
+            f"state:\n  url: {redis_url}\n  connect_timeout: {redis_timeout}\n"
+            f"  timeout: {redis_timeout}\n",
         )
     )
     return home
@@ -117,7 +126,7 @@ def test_a_redis_that_is_down_or_silent_costs_no_question_its_budget(
         url_context = silent_server()
         url = url_context.__enter__()
     try:
-        home = machine(tmp_path, "a", providers, url)
+        home = machine(tmp_path, "a", providers, url, redis_timeout=0.2)
         done, took = _time_one_question(home)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["deployment"] == "fallback"
@@ -189,3 +198,53 @@ def test_the_lease_admits_one_probe_among_twenty_racing_processes(
         assert racer.returncode == 0 and "WARN" not in err, err
         said.append(out.strip())
     assert sorted(said) == ["probe"] + ["skip"] * 19
+
+
+class SlowPrimary(Providers):
+    """The primary takes a second before it answers (or fails): a probe in flight."""
+
+    def handle(self, ex: Exchange) -> None:
+        if ex.path.endswith("/chat/completions") and not ex.pause(1.0):
+            return
+        super().handle(ex)
+
+
+def test_at_expiry_one_probe_among_twenty_racing_processes(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    from gateway.state.location import RedisURL
+    from gateway.state.redis import RedisStore
+
+    providers = SlowPrimary()
+    providers.primary_status = 500  # still down: the probe fails, and cools it again
+    with providers.server:
+        # Twenty start-ups on two CPUs take seconds: the budget must not be what is tested.
+        homes = [machine(tmp_path, f"m{i:02d}", providers, server.url, 60) for i in range(20)]
+        store = RedisStore(RedisURL.parse(server.url), fallback=pytest.fail, warn=pytest.fail)
+        now = time.time()
+        store.cool("primary", until=now + 0.2, kind=ErrorKind.SERVER, now=now - 59.8)
+        time.sleep(0.3)  # the cooldown has just ended: every process may want to probe
+        racers = [
+            subprocess.Popen(
+                [sys.executable, "-m", "cli", *QUESTION, "--json"],
+                cwd=home,
+                env={**support_ask_env(home)},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for home in homes
+        ]
+        results = []
+        for racer in racers:
+            out, err = racer.communicate(timeout=120)
+            assert racer.returncode == 0, err
+            results.append(json.loads(out))
+    assert providers.calls("/chat/completions") == 1, "one probe, fleet-wide"
+    assert all(r["deployment"] == "fallback" for r in results)
+    details = [r["attempts"][0]["detail"] for r in results]
+    assert sum("the probe after its cooldown failed" in d for d in details) == 1
+    skipped = [d for d in details if "probe after" not in d]
+    assert all("another invocation" in d or "cooling down" in d for d in skipped), skipped
+    (record,) = [c for c in store.entries() if c.name == "primary"]
+    assert record.trips == 2 and record.until - record.started == 120, "doubled"
