@@ -60,6 +60,10 @@ class _Verdict:
 
     last_error: str
     transient: bool = False  # could clear by itself: cooling down, rate-limited, out of time
+    # Which of those it was, so "retry later" says what happened and nothing else.
+    cooling: bool = False  # skipped: cooling down from an earlier question
+    out_of_time: bool = False  # the budget ran out before (or while) it could be called
+    kind: ErrorKind | None = None  # what its last call failed with
     unconfigured: bool = False  # skipped because its key is not set
     too_small: bool = False  # its window cannot hold the input
     rejected_input: Deployment | None = None  # it reported a context overflow
@@ -254,7 +258,9 @@ class _Question:
             d = turn.deployment
             now = self.clock.monotonic()
             if self._left(turn, now) <= 0 and not d.provider.offline:
-                self.verdicts[d.name] = _Verdict("no time left in the budget", transient=True)
+                self.verdicts[d.name] = _Verdict(
+                    "no time left in the budget", transient=True, out_of_time=True
+                )
                 turn = None
                 continue
             ending, elapsed = self._attempt(turn)
@@ -294,6 +300,7 @@ class _Question:
             self.verdicts[d.name] = _Verdict(
                 ending.failure.detail,
                 transient=step.transient,
+                kind=ending.failure.kind,
                 rejected_input=d if overflow else None,
             )
             if overflow:
@@ -335,7 +342,7 @@ class _Question:
             self.probes.add(d.name)
             log.info("%s: its cooldown ended; this invocation sends the one probe", d.name)
             return None
-        return _Verdict(_PROBED_ELSEWHERE, transient=True)
+        return _Verdict(_PROBED_ELSEWHERE, transient=True, cooling=True)
 
     def _left(self, turn: _Turn, now: float) -> float:
         return min(self.budget.left(now), turn.budget.left(now))
@@ -396,15 +403,17 @@ class _Question:
         cooldown = self.seen.cooling.get(d.name)
         if cooldown is not None:
             left = cooldown.until - self.clock.wall()
-            return _Verdict(f"cooling down for {left:.0f} s after {cooldown.kind}", transient=True)
+            why = f"cooling down for {left:.0f} s after {cooldown.kind}"
+            return _Verdict(why, transient=True, cooling=True)
         if keys.usable and not self._keys(d):
-            return _Verdict(self._keys_cooling(keys), transient=True)
+            return _Verdict(self._keys_cooling(keys), transient=True, cooling=True)
         if d.name in self.seen.due and d.name in self.seen.probing:
-            return _Verdict(_PROBED_ELSEWHERE, transient=True)
+            # Its cooldown is over and another invocation is probing it: still held back.
+            return _Verdict(_PROBED_ELSEWHERE, transient=True, cooling=True)
         # An offline deployment answers in milliseconds, inside the budget's margin: with
         # the budget spent it is still the customer's best chance of an answer.
         if self.budget.left(self.clock.monotonic()) <= 0 and not d.provider.offline:
-            return _Verdict("no time left in the budget", transient=True)
+            return _Verdict("no time left in the budget", transient=True, out_of_time=True)
         return None
 
     def _keys_cooling(self, keys: Keys) -> str:
@@ -609,11 +618,28 @@ class _Question:
             return self._result(Status.FATAL, None, error=error)
         transient = [v for v in verdicts.values() if v.transient]
         if transient and all(v.transient or v.unconfigured for v in verdicts.values()):
-            error = QuestionError(
-                FailureKind.UNAVAILABLE,
-                "every deployment is cooling down, rate-limited or out of time: retry later",
-                lines,
-            )
+            error = QuestionError(FailureKind.UNAVAILABLE, _unavailable(verdicts), lines)
         else:
             error = QuestionError(FailureKind.EXHAUSTED, "no deployment could answer", lines)
         return self._result(Status.FAILED, None, error=error)
+
+
+def _unavailable(verdicts: Mapping[str, _Verdict]) -> str:
+    """Exit 75's one line, saying what happened to each deployment and no more: "cooling
+    down" only for one that is, "no time left" only when the budget ran out."""
+
+    def named(which: list[str], says: str) -> str:
+        verb = "is" if len(which) == 1 else "are"
+        return f"{', '.join(which)} {says.format(verb=verb)}"
+
+    cooling = [name for name, v in verdicts.items() if v.cooling]
+    failed = [(name, v.kind) for name, v in verdicts.items() if v.transient and v.kind]
+    late = [name for name, v in verdicts.items() if v.out_of_time]
+    unset = [name for name, v in verdicts.items() if v.unconfigured]
+    parts = [
+        *([named(cooling, "{verb} cooling down")] if cooling else []),
+        *(f"{name} failed ({kind})" for name, kind in failed),
+        *([named(late, "had no time left in the budget")] if late else []),
+        *([named(unset, "cannot be called (no key)")] if unset else []),
+    ]
+    return "no deployment can answer for now: " + "; ".join(parts) + "; retry later"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -159,6 +160,11 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     result = json.loads(out)
     assert result["elapsed_s"] == pytest.approx(budget, abs=0.5)  # from the start, too
     assert [a["deployment"] for a in result["attempts"]] == ["primary", "fallback"]
+    # The fallback's timeout was what the budget had left: shown rounded, not 0.93721 s.
+    details = " ".join(a["detail"] for a in result["attempts"])
+    assert "within the attempt's" in details
+    assert not re.findall(r"\d\.\d{3,}", details), details
+    assert "cooling down" not in result["error"]["message"]  # nothing was when it began
 
 
 def test_json_on_a_command_line_typer_rejects_still_prints_one_object(tmp_path: Path) -> None:

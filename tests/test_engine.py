@@ -220,6 +220,26 @@ def test_the_whole_question_never_outlasts_the_budget_whatever_the_providers_do(
     assert h.providers["fallback"].timeouts == [10.0]
 
 
+def test_retry_later_says_cooling_down_only_for_what_is_cooling():
+    h = Harness(
+        {"primary": [failure(ErrorKind.OVERLOADED)] * 3, "fallback": [answer("never")]},
+        takes=0.0,
+    )
+    h.providers["fallback"].takes = 1_000.0  # hangs until the budget is spent
+    first = h.ask()
+    assert first.error is not None and first.error.kind is FailureKind.UNAVAILABLE
+    message = first.error.message
+    assert "cooling down" not in message  # nothing was, when this question began
+    assert "primary failed (overloaded)" in message and "fallback failed (timeout)" in message
+
+    second = h.ask()
+    assert second.error is not None and second.error.kind is FailureKind.UNAVAILABLE
+    assert second.error.message == (
+        "no deployment can answer for now: primary is cooling down; "
+        "fallback failed (timeout); retry later"
+    )
+
+
 def test_the_budget_counts_from_when_the_question_started_not_from_the_engine_call():
     # The caller spent 25 s of the 30 before asking (start-up, reading the articles): the
     # primary gets the 5 s left, not a fresh 20 s timeout, and the whole run ends at 30 s.

@@ -384,15 +384,17 @@ class HttpClient:
     def _timed_out(
         self, deadline: Deadline, timer: Timer, *, silent: bool = False
     ) -> ProviderError:
+        from gateway.units import seconds
+
         if timer is Timer.FIRST_TOKEN:
             what = "response" if deadline.first_is_headers else "text"
             detail = f"no {what} within first_token_timeout ({deadline.first_token:g} s)"
         elif timer is Timer.STALL:
             detail = f"the reply stalled: nothing for stall_timeout ({deadline.stall:g} s)"
         elif silent:
-            detail = f"no response within the attempt's {deadline.timeout:g} s"
+            detail = f"no response within the attempt's {seconds(deadline.timeout)} s"
         else:
-            detail = f"no complete reply within the attempt's {deadline.timeout:g} s"
+            detail = f"no complete reply within the attempt's {seconds(deadline.timeout)} s"
         return timed_out(detail, timer, silent=silent)
 
     def _error_body(self, response: httpx.Response, deadline: Deadline) -> bytes:

@@ -81,7 +81,9 @@ def lookup(resolve: Resolver, host: str, port: int, timeout: float | None) -> Se
 
     threading.Thread(target=ask, name="support-ask-dns", daemon=True).start()
     if not done.wait(timeout) and timeout is not None:  # the thread is left to finish alone
-        raise DnsTimeout(f"DNS lookup for {host} took longer than {round(timeout, 3)} s")
+        from gateway.units import seconds
+
+        raise DnsTimeout(f"DNS lookup for {host} took longer than {seconds(timeout)} s")
     result = answer[0]
     if isinstance(result, OSError):  # socket.gaierror: what SyncBackend makes of it too
         raise httpcore.ConnectError(str(result)) from result
