@@ -185,7 +185,7 @@ def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _
             fix='ask something: support-ask "How do I reset my password?"',
         )
 
-    from cli.scrubbed import scrubbed_stdio
+    from cli.scrubbed import protect
     from gateway.config.keys import check_keys
     from gateway.redactor import redactor_for
 
@@ -198,7 +198,8 @@ def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _
     )
     check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
     redactor = redactor_for(config, environ)  # the run's one redactor, for every output
-    with scrubbed_stdio(redactor), _logging(opts, redactor):
+    protect(redactor)
+    with _logging(opts, redactor):
         return _ask(opts, diag, config, question, redactor, out)
 
 

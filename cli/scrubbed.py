@@ -10,8 +10,6 @@ key split across deltas); this catches what did not come from a provider.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -26,6 +24,10 @@ class _Scrubbed:
         self._stream = stream
         self._redactor = redactor
 
+    @property
+    def wrapped(self) -> TextIO:
+        return self._stream
+
     def write(self, text: str) -> int:
         self._stream.write(self._redactor.scrub(text))
         return len(text)
@@ -38,17 +40,18 @@ class _Scrubbed:
         return getattr(self._stream, name)
 
 
-@contextmanager
-def scrubbed_stdio(redactor: Redactor) -> Iterator[None]:
-    """sys.stdout and sys.stderr scrubbed by `redactor` inside the block (nothing to do
-    when it knows no secret)."""
+def protect(redactor: Redactor) -> None:
+    """Scrub sys.stdout and sys.stderr with `redactor` for the rest of the command.
+
+    Not undone when the command body returns: what is printed after it (the error of a
+    command that ended on an exception, the `--json` failure object, a `--debug`
+    traceback) leaves the process through the same streams. A test runner that swapped
+    the streams in swaps its own back. A second call replaces the first one's redactor.
+    """
     if not redactor:
-        yield
         return
-    saved = sys.stdout, sys.stderr
-    sys.stdout = _Scrubbed(saved[0], redactor)  # type: ignore[assignment]
-    sys.stderr = _Scrubbed(saved[1], redactor)  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, _Scrubbed):
+            stream = stream.wrapped
+        setattr(sys, name, _Scrubbed(stream, redactor))

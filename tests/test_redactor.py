@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cli.scrubbed import scrubbed_stdio
+from cli.scrubbed import protect
 from gateway.config import Config, Deployment
 from gateway.model import ErrorKind, ProviderError, ProviderKind, Reply, Request
 from gateway.redactor import RedactingProvider, Redactor, StreamScrubber, redactor_for
@@ -137,20 +137,58 @@ def test_the_runs_redactor_knows_keys_header_secrets_and_proxy_passwords() -> No
     assert redactor.scrub(text) == "*** *** *** *** support-team-one"
 
 
-def test_stdout_and_stderr_are_scrubbed_inside_the_block_and_restored_after(
-    capsys: pytest.CaptureFixture[str],
+def test_stdout_and_stderr_are_scrubbed_for_the_rest_of_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with scrubbed_stdio(Redactor([KEY])):
-        print(f"answer {KEY}")
-        sys.stderr.write(f"error: {KEY}\n")
-        assert sys.stdout.isatty() is False  # the wrapped stream's own answers
-    print(f"after {KEY}")
+    monkeypatch.setattr(sys, "stdout", sys.stdout)  # put back after the test
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    protect(Redactor([KEY]))
+    protect(Redactor([OTHER]))  # a second run in the same process: its own redactor
+    print(f"answer {OTHER}")
+    sys.stderr.write(f"error: {OTHER} ({KEY} is no longer this run's)\n")
+    assert sys.stdout.isatty() is False  # the wrapped stream's own answers
     out, err = capsys.readouterr()
-    assert out == f"answer ***\nafter {KEY}\n"
-    assert err == "error: ***\n"
+    assert out == "answer ***\n"
+    assert err == f"error: *** ({KEY} is no longer this run's)\n"
 
 
 def test_no_secret_means_no_wrapper() -> None:
     before = sys.stdout
-    with scrubbed_stdio(Redactor([])):
-        assert sys.stdout is before
+    protect(Redactor([]))
+    assert sys.stdout is before
+
+
+CONFIG = """\
+product: Acme Cloud
+deployments:
+  - name: primary
+    provider: openai
+    model: gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+    base_url: http://127.0.0.1:9/v1
+    context_window: 128000
+"""
+
+
+@pytest.mark.parametrize("args", [["--json"], ["--debug"]])
+def test_an_error_quoting_a_key_after_the_command_body_ends_is_scrubbed_too(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    # A bug whose message quotes the key: printed by the command guard (and as the --json
+    # failure) after the ask body has ended, through the same scrubbed streams.
+    from cli import wiring
+    from tests.cli_runner import run
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "support-ask.yaml").write_text(CONFIG)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("SUPPORT_ASK_STATE", str(tmp_path / "state.json"))
+
+    def broken(*a: object, **kw: object) -> None:
+        raise RuntimeError(f"a bug that quotes {KEY}")
+
+    monkeypatch.setattr(wiring, "read_articles", broken)
+    out = run(["How do I reset?", *args])
+    assert out.exit_code == 1
+    assert "a bug that quotes ***" in out.stderr
+    assert KEY not in out.stdout + out.stderr
