@@ -143,12 +143,13 @@ class RedactingProvider:
 def redactor_for(config: Config, environ: Mapping[str, str]) -> Redactor:
     """The run's one redactor: every value of the config's key variables (usable or not:
     a value refused as a key is still a secret), secret header values, proxy passwords."""
+    from gateway.credentials import variables
     from gateway.providers.redaction import secret_values
 
     found: list[str] = []
     for d in config.all_deployments():
-        if d.api_key_env:
-            value = environ.get(d.api_key_env, "").strip()
+        for variable in variables(d):  # each of a deployment's several keys
+            value = environ.get(variable, "").strip()
             found += [value, *value.splitlines()]
         found += secret_values(dict(d.headers))
     for name in _PROXY_VARIABLES:

@@ -137,6 +137,25 @@ def test_the_runs_redactor_knows_keys_header_secrets_and_proxy_passwords() -> No
     assert redactor.scrub(text) == "*** *** *** *** support-team-one"
 
 
+def test_every_one_of_a_deployments_several_keys_is_redacted() -> None:
+    from gateway.config import load_config_text
+
+    config = load_config_text(
+        """\
+product: Acme
+deployments:
+  - name: a
+    provider: openai
+    model: m
+    api_key_env: [OPENAI_KEY_A, OPENAI_KEY_B]
+    context_window: 1000
+""",
+        "c.yaml",
+    )
+    environ = {"OPENAI_KEY_A": KEY, "OPENAI_KEY_B": OTHER}
+    assert redactor_for(config, environ).scrub(f"{KEY} and {OTHER}") == "*** and ***"
+
+
 def test_stdout_and_stderr_are_scrubbed_for_the_rest_of_the_command(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
