@@ -137,6 +137,13 @@ def _print_stats(stats: Stats, path: Path, threshold: float | None) -> None:
         if d.errors:
             listed = ", ".join(f"{kind} {count}" for kind, count in d.errors)
             console.print(Text(f"errors at {d.name}: {listed}"))
+    # Usage, like the errors, on a line of its own: the table stays within 80 columns.
+    for d in stats.deployments:
+        if d.tokens_in or d.tokens_out or d.cost_usd is not None:
+            cost = "" if d.cost_usd is None else f", ${d.cost_usd:.4f}"
+            console.print(
+                Text(f"usage at {d.name}: {d.tokens_in:,} tokens in, {d.tokens_out:,} out{cost}")
+            )
 
 
 def _secs(value: float | None) -> str:

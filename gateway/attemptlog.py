@@ -11,6 +11,7 @@ A line (schema `v` 1)::
      "n": 2, "of": 3,                       # this attempt's place among the question's lines
      "deployment": "primary", "attempt": 2, "status": 429, "error_class": "rate_limit",
      "decision": "fail_over", "wait_s": 0.0, "latency_s": 0.412, "cooled": true,
+     "tokens_in": null, "tokens_out": null, "cost_usd": null,
      "served_by": "fallback", "first": "primary", "outcome": "answered",
      "routed": "normal", "input_tokens": 1834}
 
@@ -21,6 +22,9 @@ A line (schema `v` 1)::
 - `first` is the first deployment of the question's route (the first normal deployment,
   or the long-context one when the input was routed there); a question served by any
   other deployment was served by a fallback.
+- `tokens_in` / `tokens_out` are the attempt's usage as its provider reported it (null
+  when no reply came or the provider did not say); `cost_usd` its price when the
+  deployment has one (`price`) and both counts are known.
 - `served_by` is null when no deployment answered; `outcome` is the question's status.
 - A question with no attempts at all still gets one line, with `of` 0 and null attempt
   fields, so it is counted.
@@ -159,6 +163,9 @@ def question_records(
                 wait_s=0.0,
                 latency_s=0.0,
                 cooled=False,
+                tokens_in=None,
+                tokens_out=None,
+                cost_usd=None,
             )
         else:
             line.update(
@@ -170,6 +177,9 @@ def question_records(
                 wait_s=round(attempt.wait_s, 3),
                 latency_s=round(attempt.elapsed_s, 3),
                 cooled=_cooled(attempt),
+                tokens_in=None if attempt.usage is None else attempt.usage.input_tokens,
+                tokens_out=None if attempt.usage is None else attempt.usage.output_tokens,
+                cost_usd=attempt.as_json()["cost_usd"],
             )
         line.update(shared)
         lines.append(line)

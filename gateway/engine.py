@@ -33,6 +33,7 @@ from gateway.model import (
     Result,
     Status,
     TextSink,
+    Usage,
 )
 from gateway.policy import (
     Answered,
@@ -280,7 +281,14 @@ class _Question:
             elif turn.probe and step.outcome is not Outcome.RETRY:
                 note = _joined(note, "the probe after its cooldown failed")
             self._record_failure(
-                turn, turn.calls, ending.failure, step.outcome, elapsed, step.wait, note
+                turn,
+                turn.calls,
+                ending.failure,
+                step.outcome,
+                elapsed,
+                step.wait,
+                note,
+                reply=ending.reply,
             )
             if step.outcome is Outcome.RETRY:
                 self.seams.sleeper.sleep(step.wait)
@@ -455,7 +463,9 @@ class _Question:
                 )
             case Stopped(failure=failure, partial=partial, cooldown=cooldown, reply=reply):
                 note = "after text was written: not retried"
-                self._record_failure(turn, number, failure, Outcome.STOPPED, elapsed, note=note)
+                self._record_failure(
+                    turn, number, failure, Outcome.STOPPED, elapsed, note=note, reply=reply
+                )
                 self._cool(turn, failure, cooldown)
                 verb = "was cut short" if reply is not None else "broke off"
                 error = QuestionError(
@@ -506,6 +516,8 @@ class _Question:
                 elapsed,
                 "the probe after its cooldown answered: cleared" if turn.probe else "",
                 None if turn.key is None else turn.key.variable,
+                usage=Usage.of(reply),
+                cost_usd=_cost(turn.deployment, reply),
             )
         )
         # A success clears what it proves wrong; with nothing recorded, nothing is written.
@@ -545,7 +557,9 @@ class _Question:
         elapsed: float,
         wait: float = 0.0,
         note: str = "",
+        reply: Reply | None = None,
     ) -> None:
+        """`reply` is the reply that came but was no answer (cut short, empty)."""
         detail = f"{failure.detail} ({note})" if note else failure.detail
         key = None if turn.key is None else turn.key.variable
         self._record(
@@ -559,6 +573,8 @@ class _Question:
                 elapsed,
                 detail,
                 key,
+                usage=None if reply is None else Usage.of(reply),
+                cost_usd=None if reply is None else _cost(turn.deployment, reply),
             )
         )
 
@@ -590,6 +606,7 @@ class _Question:
             incomplete=incomplete,
             finish_reason=None if reply is None else reply.finish_reason,
             refusal=refusal,
+            usage=Usage() if reply is None else Usage.of(reply),
         )
 
     def _failed(self) -> Result:
@@ -643,3 +660,7 @@ def _unavailable(verdicts: Mapping[str, _Verdict]) -> str:
         *([named(unset, "cannot be called (no key)")] if unset else []),
     ]
     return "no deployment can answer for now: " + "; ".join(parts) + "; retry later"
+
+
+def _cost(d: Deployment, reply: Reply) -> float | None:
+    return None if d.price is None else d.price.cost_usd(reply.input_tokens, reply.output_tokens)

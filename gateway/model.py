@@ -179,12 +179,29 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Tokens one call used, as the provider reported them (None: it did not say)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    @staticmethod
+    def of(reply: Reply) -> Usage:
+        return Usage(reply.input_tokens, reply.output_tokens)
+
+    def as_json(self) -> dict[str, object]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One row of the attempts table: what one call (or one skip) did.
 
     `attempt` counts calls to this deployment from 1 (0 for a skip); `wait_s` is the wait
     the engine took (or would have taken) after this attempt before the next step;
-    `elapsed_s` is the time this attempt itself took.
+    `elapsed_s` is the time this attempt itself took. `usage` is set when a reply came
+    (answered, refused, cut short, empty); `cost_usd` when its deployment has a price and
+    the provider reported both counts.
     """
 
     deployment: str
@@ -196,6 +213,8 @@ class Attempt:
     elapsed_s: float
     detail: str = ""
     key: str | None = None  # the key's variable name (never its value); None: no key
+    usage: Usage | None = None
+    cost_usd: float | None = None
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -208,7 +227,14 @@ class Attempt:
             "wait_s": round(self.wait_s, 3),
             "elapsed_s": round(self.elapsed_s, 3),
             "detail": self.detail,
+            "usage": None if self.usage is None else self.usage.as_json(),
+            "cost_usd": _dollars(self.cost_usd),
         }
+
+
+def _dollars(value: float | None) -> float | None:
+    # A millionth of a cent is below any bill; keeps JSON free of float noise.
+    return None if value is None else round(value, 8)
 
 
 @dataclass(frozen=True)
@@ -263,6 +289,15 @@ class Result:
     incomplete: bool = False
     finish_reason: str | None = None  # as the provider sent it, for the text in `answer`
     refusal: Refusal | None = None
+    usage: Usage = field(default_factory=Usage)  # of the reply whose text is `answer`
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the question's calls cost, every priced attempt included (a cut-short reply
+        was paid for too); None when none of them has a price."""
+        costs = [a.cost_usd for a in self.attempts if a.cost_usd is not None]
+        return sum(costs) if costs else None
+
     # False when the count is the cheap upper bound (UTF-8 bytes) that already fit every
     # window, so the tokenizer was never loaded.
     input_tokens_exact: bool = True
@@ -286,6 +321,8 @@ class Result:
             "elapsed_s": round(self.elapsed_s, 3),
             "finish_reason": self.finish_reason,
             "refusal": None if self.refusal is None else self.refusal.as_json(),
+            "usage": self.usage.as_json(),
+            "cost_usd": _dollars(self.cost_usd),
             "attempts": [a.as_json() for a in self.attempts],
         }
         if self.error is not None:

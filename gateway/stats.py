@@ -15,7 +15,9 @@ Definitions (they are what `support-ask stats` prints, so they are precise):
   counted over calls only (a skip carrying a cooldown's class is not a new error);
   `latency_p50`/`latency_p95` over its answered attempts (median, and nearest-rank 95th
   percentile); `waited_s`, the backoff waits taken after its attempts; `cooldowns`, the
-  attempts that put it in cooldown (`cooled` in the log).
+  attempts that put it in cooldown (`cooled` in the log); `tokens_in`/`tokens_out`, the
+  tokens its providers reported over every call (a cut-short reply was billed too), and
+  `cost_usd`, the sum of its priced calls (None when it has no price in the log).
 
 Everything here is pure but for reading the file: `compute_stats` takes the lines and
 `now`, so a test hands it a known log and a fixed time.
@@ -85,6 +87,9 @@ class LogLine:
     served_by: str | None
     first: str | None
     outcome: Status
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
 
 
 def parse_line(text: str) -> LogLine | None:
@@ -108,6 +113,10 @@ def parse_line(text: str) -> LogLine | None:
             served_by=_opt_str(raw.get("served_by")),
             first=_opt_str(raw.get("first")),
             outcome=Status(raw["outcome"]),
+            # absent from lines written before usage was logged
+            tokens_in=_opt_int(raw.get("tokens_in")),
+            tokens_out=_opt_int(raw.get("tokens_out")),
+            cost_usd=None if raw.get("cost_usd") is None else float(raw["cost_usd"]),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -115,6 +124,10 @@ def parse_line(text: str) -> LogLine | None:
 
 def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -194,6 +207,9 @@ class DeploymentStats:
     latency_p95: float | None
     waited_s: float
     cooldowns: int
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -207,6 +223,9 @@ class DeploymentStats:
             "latency_p95_s": _round(self.latency_p95),
             "waited_s": round(self.waited_s, 3),
             "cooldowns": self.cooldowns,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": _round(self.cost_usd, 6),
         }
 
 
@@ -330,7 +349,15 @@ def _deployment_stats(
         latency_p95=percentile(latencies, 0.95),
         waited_s=sum(line.wait_s for line in lines),
         cooldowns=sum(1 for line in lines if line.cooled),
+        tokens_in=sum(line.tokens_in or 0 for line in calls),
+        tokens_out=sum(line.tokens_out or 0 for line in calls),
+        cost_usd=_total(line.cost_usd for line in calls),
     )
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def fallback_alert(stats: Stats, threshold: float) -> str | None:

@@ -17,6 +17,7 @@ from gateway.config import (
     Config,
     ConfigError,
     Policy,
+    Price,
     find_config,
     load_config,
     load_config_text,
@@ -147,6 +148,32 @@ BAD = {
         """,
         "policy.first_token_timeout",
         "greater than 0",
+    ),
+    "a price without its output rate": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            price: {input_per_mtok: 0.15}   #!
+        """,
+        "deployments[0].price.output_per_mtok",
+        "missing",
+    ),
+    "a negative price": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            price:
+              input_per_mtok: -1   #!
+              output_per_mtok: 1
+        """,
+        "deployments[0].price.input_per_mtok",
+        "at least 0",
     ),
     "infinite budget": (
         """
@@ -1027,6 +1054,28 @@ def test_per_deployment_policy_merges_field_by_field_over_the_top_level(tmp_path
     assert plain.policy == top
     assert config.long_context is not None
     assert config.long_context.policy == Policy(retries=3, timeout=10, budget=90)
+
+
+def test_a_deployment_price_is_read_in_dollars_per_million_tokens(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        product: Acme
+        deployments:
+          - name: priced
+            provider: local
+            context_window: 10
+            price: {input_per_mtok: 0.15, output_per_mtok: 0.6}
+          - name: free
+            provider: local
+            context_window: 10
+        """,
+    )
+    priced, free = load_config(path).deployments
+    assert priced.price == Price(input_per_mtok=0.15, output_per_mtok=0.6)
+    assert priced.price.cost_usd(1_000_000, 500_000) == pytest.approx(0.45)
+    assert free.price is None
+    assert load_config(path).deployments[0].price == priced.price  # from the cache too
 
 
 def test_defaults_fill_in_what_the_file_leaves_out(tmp_path: Path) -> None:

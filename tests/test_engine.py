@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from gateway.clock import FixedRandom, VirtualClock
-from gateway.config import Config, Deployment, Policy
+from gateway.config import Config, Deployment, Policy, Price
 from gateway.engine import Engine
 from gateway.model import (
     Attempt,
@@ -23,6 +23,7 @@ from gateway.model import (
     Route,
     Status,
     Timer,
+    Usage,
 )
 from gateway.state.memory import MemoryStore
 from tests.fakes import ScriptedFactory, ScriptedProvider, Stream, answer, failure
@@ -716,6 +717,51 @@ def test_a_stream_that_fails_before_any_text_is_retried_like_any_failure():
     assert h.calls("primary") == 2
 
 
+# -- usage and cost --------------------------------------------------------------------------
+
+
+def priced(d: Deployment, inp: float, out: float) -> Deployment:
+    return replace(d, price=Price(input_per_mtok=inp, output_per_mtok=out))
+
+
+def test_usage_is_the_providers_own_count_for_the_answer_and_null_when_unsaid():
+    reply = Reply("Open Settings.", "stop", model="m", input_tokens=1200, output_tokens=40)
+    h = Harness({"primary": [reply], "fallback": []})
+    data = h.ask().as_json()
+    assert data["usage"] == {"input_tokens": 1200, "output_tokens": 40}
+    assert data["cost_usd"] is None, "no price configured: no cost"
+    unsaid = Harness({"primary": [answer("ok")], "fallback": []}).ask().as_json()
+    assert unsaid["usage"] == {"input_tokens": None, "output_tokens": None}
+
+
+def test_cost_counts_every_priced_call_including_a_cut_short_one_that_was_paid_for():
+    primary, fallback = deployments()
+    config = Config(
+        "Acme", (priced(primary, 0.15, 0.60), priced(fallback, 1.0, 5.0)), long_context=None
+    )
+    paid_for = Reply("To reset", "length", input_tokens=1000, output_tokens=400)
+    paid_for = replace(paid_for, cut_short=ErrorKind.OUTPUT_LIMIT)
+    whole = Reply("Whole answer.", "end_turn", input_tokens=1000, output_tokens=50)
+    h = Harness({"primary": [paid_for], "fallback": [whole]}, config=config)
+    result = h.ask()
+    assert result.usage == Usage(1000, 50)
+    first, second = result.attempts
+    assert first.cost_usd == pytest.approx((1000 * 0.15 + 400 * 0.60) / 1e6)
+    assert second.cost_usd == pytest.approx((1000 * 1.0 + 50 * 5.0) / 1e6)
+    assert result.as_json()["cost_usd"] == pytest.approx(0.00039 + 0.00125)
+    assert result.as_json()["attempts"][0]["usage"] == {  # type: ignore[index]
+        "input_tokens": 1000,
+        "output_tokens": 400,
+    }
+
+
+def test_a_call_whose_usage_is_half_known_has_no_cost():
+    primary, fallback = deployments()
+    config = Config("Acme", (priced(primary, 1, 1), fallback), long_context=None)
+    h = Harness({"primary": [Reply("ok", "stop", input_tokens=10)], "fallback": []}, config=config)
+    assert h.ask().cost_usd is None
+
+
 # -- what gets reported ------------------------------------------------------------------------
 
 
@@ -753,6 +799,8 @@ def test_the_result_json_has_the_designed_shape():
         "wait_s",
         "elapsed_s",
         "detail",
+        "usage",
+        "cost_usd",
     }
     assert "error" not in data
 

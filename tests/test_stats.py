@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.attemptlog import AttemptLog, format_time, rotated_path
-from gateway.model import Attempt, ErrorKind, Outcome, Result, Route, Status
+from gateway.model import Attempt, ErrorKind, Outcome, Result, Route, Status, Usage
 from gateway.stats import (
     compute_stats,
     fallback_alert,
@@ -172,6 +172,9 @@ def test_json_shape(log_path: Path) -> None:
         "latency_p95_s": 2.0,
         "waited_s": 3.5,
         "cooldowns": 2,
+        "tokens_in": 0,  # lines written before usage was logged count as none
+        "tokens_out": 0,
+        "cost_usd": None,
     }
 
 
@@ -205,6 +208,49 @@ def test_the_writer_and_the_reader_agree(tmp_path: Path) -> None:
     primary = stats.deployments[0]
     assert dict(primary.errors) == {"auth": 1} and primary.cooldowns == 1
     assert stats.deployments[1].latency_p50 == 0.75
+
+
+def test_usage_and_cost_are_summed_per_deployment_over_every_call(tmp_path: Path) -> None:
+    path = tmp_path / "attempts.jsonl"
+
+    def asked(*attempts: Attempt) -> Result:
+        return Result(
+            status=Status.ANSWERED,
+            answer="ok",
+            deployment=attempts[-1].deployment,
+            provider="openai",
+            model="m",
+            routed=Route.NORMAL,
+            input_tokens=5,
+            elapsed_s=1.0,
+            attempts=attempts,
+        )
+
+    cut = Attempt(
+        "primary", 1, 200, ErrorKind.OUTPUT_LIMIT, Outcome.FAIL_OVER, 0.0, 1.0,
+        usage=Usage(1000, 400), cost_usd=0.00039,
+    )  # fmt: skip
+    whole = Attempt("fallback", 1, 200, None, Outcome.ANSWERED, 0.0, 1.0, usage=Usage(1000, 50))
+    quick = Attempt(
+        "primary", 1, 200, None, Outcome.ANSWERED, 0.0, 0.5,
+        usage=Usage(800, 60), cost_usd=0.000156,
+    )  # fmt: skip
+    unsaid = Attempt("primary", 1, 200, None, Outcome.ANSWERED, 0.0, 0.5, usage=Usage())
+    log = AttemptLog(path)
+    log.record(asked(cut, whole), now=NOW - 60, first="primary")
+    log.record(asked(quick), now=NOW - 30, first="primary")
+    log.record(asked(unsaid), now=NOW - 10, first="primary")
+    lines = [json.loads(text) for text in path.read_text().splitlines()]
+    assert (lines[0]["tokens_in"], lines[0]["tokens_out"], lines[0]["cost_usd"]) == (
+        1000,
+        400,
+        0.00039,
+    )
+    stats = compute_stats(read_log(path).lines, now=NOW)
+    primary, fallback = stats.deployments
+    assert (primary.tokens_in, primary.tokens_out) == (1800, 460)
+    assert primary.cost_usd == pytest.approx(0.000546)
+    assert (fallback.tokens_in, fallback.tokens_out, fallback.cost_usd) == (1000, 50, None)
 
 
 def test_alert_only_above_the_threshold(log_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The YAML configuration, loaded into frozen dataclasses and validated with file:line errors.
 
-    model     the records (Config, Deployment, Policy, LogSettings) and ConfigError
+    model     the records (Config, Deployment, Policy, Price, LogSettings) and ConfigError
     find      which config file to use, and where the cooldown state lives
     load      a file or the bundled default -> Config, through the cache
     cache     validated configs kept in the user cache dir, keyed by file and code
@@ -22,6 +22,7 @@ from gateway.config.model import (
     KeyStrategy,
     LogSettings,
     Policy,
+    Price,
     StateSettings,
 )
 
@@ -49,6 +50,7 @@ __all__ = [
     "KeyStrategy",
     "LogSettings",
     "Policy",
+    "Price",
     "StateSettings",
     "default_config_text",
     "find_config",

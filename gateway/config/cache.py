@@ -34,6 +34,7 @@ from gateway.config.model import (
     KeyStrategy,
     LogSettings,
     Policy,
+    Price,
     StateSettings,
 )
 from gateway.model import ProviderKind
@@ -50,7 +51,7 @@ _SETTLE_FINE_S = 0.1
 _SETTLE_COARSE_S = 2.0
 _ENUMS: dict[str, type[Enum]] = {e.__name__: e for e in (ProviderKind, KeyStrategy)}
 _RECORDS: dict[str, type] = {
-    c.__name__: c for c in (Config, Deployment, Policy, LogSettings, StateSettings)
+    c.__name__: c for c in (Config, Deployment, Policy, Price, LogSettings, StateSettings)
 }
 
 

@@ -53,6 +53,21 @@ class KeyStrategy(StrEnum):
 
 
 @dataclass(frozen=True)
+class Price:
+    """What a deployment's tokens cost, in US dollars per million."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """The price of one call's usage; None unless the provider reported both counts
+        (half a bill would read as the whole one)."""
+        if input_tokens is None or output_tokens is None:
+            return None
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True)
 class Deployment:
     """One model behind one provider, with its window and its own policy."""
 
@@ -69,6 +84,7 @@ class Deployment:
     base_url: str | None = None
     api_version: str | None = None  # azure only
     headers: tuple[tuple[str, str], ...] = ()  # extra request headers (openai-compatible)
+    price: Price | None = None  # None: what its calls cost is not known
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from gateway.config.model import (
     KeyStrategy,
     LogSettings,
     Policy,
+    Price,
     StateSettings,
 )
 from gateway.model import ProviderKind
@@ -69,7 +70,9 @@ _DEPLOYMENT_KEYS = (
     "context_window",
     "headers",
     "policy",
+    "price",
 )
+_PRICE_KEYS = tuple(f.name for f in fields(Price))
 _STATE_KEYS = ("path", "url", "prefix", "connect_timeout", "timeout")
 _LOG_KEYS = tuple(f.name for f in fields(LogSettings))
 
@@ -645,6 +648,7 @@ class _Reader:
         )
         no_headers: tuple[tuple[str, str], ...] = ()
         headers = self.gather(no_headers, lambda: self.headers(get("headers"), f"{path}.headers"))
+        price = self.gather(None, lambda: self.price(get("price"), f"{path}.price"))
         own_policy = policy
         policy_node = get("policy")
         if policy_node is not None and not self.is_null(policy_node):
@@ -671,7 +675,19 @@ class _Reader:
             base_url=base_url,
             api_version=api_version,
             headers=headers,
+            price=price,
         )
+
+    def price(self, node: Node | None, path: str) -> Price | None:
+        """`{input_per_mtok, output_per_mtok}`: dollars per million tokens, both given."""
+        if node is None or self.is_null(node):
+            return None
+        entries = self.mapping(node, path, _PRICE_KEYS, where=" in a price")
+        rates = [
+            self.number(self.required(entries, key, node, path), f"{path}.{key}", minimum=0.0)
+            for key in _PRICE_KEYS
+        ]
+        return Price(*rates)
 
     def deployment_name(
         self, entries: dict[str, Pair], node: Node, path: str, seen: dict[str, str]
