@@ -60,7 +60,7 @@ def key_problem(value: str) -> str | None:
     of keys is checked one by one.
     """
     if value.isascii() and value.isprintable() and " " not in value:
-        return None  # the common case, decided in two C-level scans
+        return None  # the common case, decided by C-level scans alone
     if "\n" in value or "\r" in value:
         return "spans more than one line"
     if any(not ch.isprintable() for ch in value if ch.isascii()):
