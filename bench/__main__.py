@@ -31,6 +31,10 @@ BENCHMARKS = {
     "content": ("bench.content", "5 token counting and article loading, 1 MB and 10 MB"),
     "redaction": ("bench.redaction", "7 redacting keys: streamed first token, the scrubber"),
     "sse": ("bench.sse", "8 SSE decoder: a 2 MiB event, chunked vs whole"),
+    "redis": (
+        "bench.redis_state",
+        "9 Redis state: round trips, added cost vs the file, contention",
+    ),
     "quality": ("bench.quality", "9 help-centre quality: recall within a budget vs page BM25"),
     "scale": ("bench.scale", "10 help-centre speed and memory: index, warm question, edit"),
 }

@@ -44,12 +44,13 @@ DEFAULT_PREFIX = "support-ask"
 DEFAULT_TIMEOUT = 0.25  # seconds: a loopback or same-zone Redis answers in about 1 ms
 
 # rules.merge, on the server. KEYS: the record, its lease. ARGV: now, until, cap, remember
-# (seconds), the new record as JSON. Returns 1 when it wrote, 0 when the old one stands.
+# (seconds), the new record as JSON (without until, trips and basis: the script decides
+# them), its basis. Returns 1 when it wrote, 0 when the old one stands.
 MERGE = """
 local now, untl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local cap, remember = tonumber(ARGV[3]), tonumber(ARGV[4])
 local new = cjson.decode(ARGV[5])
-local basis = new.basis
+local basis = ARGV[6]
 if untl > now + cap then untl, basis = now + cap, 'capped' end
 if untl <= now then return 0 end
 local trips = 1
@@ -68,8 +69,11 @@ if ok and type(old) == 'table' and type(old['until']) == 'number'
     trips = old.trips + 1
   end
 end
-new['until'], new.trips, new.basis = untl, trips, basis
-redis.call('SET', KEYS[1], cjson.encode(new), 'PX', math.ceil((untl + remember - now) * 1000))
+-- The record is ARGV[5] with the deadline, trips and basis added as text: cjson would
+-- write numbers with 14 digits, and an epoch time needs 17 to come back the same.
+local record = string.sub(ARGV[5], 1, -2) .. string.format(
+  ',"until":%.17g,"trips":%d,"basis":"%s"}', untl, trips, basis)
+redis.call('SET', KEYS[1], record, 'PX', math.ceil((untl + remember - now) * 1000))
 redis.call('DEL', KEYS[2])
 return 1
 """
@@ -131,8 +135,9 @@ class RedisStore:
                 socket_connect_timeout=self._connect_timeout,
                 socket_timeout=self._timeout,
                 retry=Retry(NoBackoff(), 0),  # one try: the customer's budget is not ours
-                single_connection_client=True,
-                # No CLIENT SETINFO on connect: two round trips a question does not need.
+                # RESP2 and no CLIENT SETINFO: connecting sends nothing (no HELLO, no SETINFO
+                # round trips); a question that goes well is one MGET.
+                protocol=2,
                 driver_info=None,
             )
             self._merge = self._client.register_script(MERGE)
@@ -271,6 +276,8 @@ class RedisStore:
                     name, deployment or name, until, kind, now, status, code, 1, basis, fingerprint
                 )
             )
+            for decided in ("until", "trips", "basis"):
+                del record[decided]
             self._redis()
             self._merge(
                 keys=[self._key("cool", name), self._key("lease", name)],
@@ -280,6 +287,7 @@ class RedisStore:
                     repr(limit),
                     repr(self.limits.remember),
                     json.dumps(record),
+                    str(basis),
                 ],
             )
         except _trouble() as exc:
