@@ -580,6 +580,8 @@ def classify_response(
     retry_after = parse_retry_after(headers, now=now)
     if retry_after is None:
         retry_after = _body_delay(signals)
+    if retry_after is None and kind is ErrorKind.QUOTA:
+        retry_after = _quota_reset(headers, signals, now)
     return Failure(
         kind=kind,
         decision=decision,
@@ -588,6 +590,17 @@ def classify_response(
         retry_after=retry_after,
         code=_code(signals.label),
     )
+
+
+def _quota_reset(headers: Mapping[str, str], signals: _Signals, now: float) -> float | None:
+    """When an exhausted quota comes back, if the provider said: its reset headers, or a
+    Gemini per-day quota (those reset at midnight Pacific). None: it did not say."""
+    from gateway.retry_after import parse_reset, until_midnight_pacific
+
+    reset = parse_reset(headers, now=now)
+    if reset is None and any("PerDay" in q for q in signals.values.get(Field.QUOTA_ID, ())):
+        reset = until_midnight_pacific(now)
+    return reset
 
 
 def _code(label: str) -> str | None:

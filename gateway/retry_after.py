@@ -50,12 +50,14 @@ _WORD_UNIT_SECONDS: Mapping[str, float] = {
     "minute": 60.0,
     "min": 60.0,
     "hour": 3600.0,
+    "day": 86400.0,
 }
-# "try again in 644ms", "retry in 58.9s", "retry after 6 seconds", "try again in 2 minutes".
+# "try again in 644ms", "retry in 58.9s", "retry after 6 seconds", "try again in 2 minutes",
+# "your quota resets in 3 hours".
 _MESSAGE_DELAY = re.compile(
-    r"(?:try\s+again|retry)\s+(?:in|after)\s+"
+    r"(?:try\s+again|retry|resets?)\s+(?:in|after)\s+"
     r"(?:(?P<go>(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|h|m|s))+)(?!\w)"
-    r"|(?P<num>\d+(?:\.\d+)?)\s*(?P<word>millisecond|second|sec|minute|min|hour)s?\b)",
+    r"|(?P<num>\d+(?:\.\d+)?)\s*(?P<word>millisecond|second|sec|minute|min|hour|day)s?\b)",
     re.IGNORECASE,
 )
 
@@ -77,6 +79,59 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float) -> float | None
     if seconds is not None:
         return _clamp(seconds)
     return _http_date_delay(value, now=now)
+
+
+# When a rate-limit window or a quota resets, as providers name it beside the 429.
+_RESET_DURATIONS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")  # OpenAI, Groq
+_RESET_TIMES = tuple(  # Anthropic: RFC 3339 timestamps
+    f"anthropic-ratelimit-{what}-reset"
+    for what in ("requests", "tokens", "input-tokens", "output-tokens")
+)
+
+
+def parse_reset(headers: Mapping[str, str], *, now: float) -> float | None:
+    """Seconds until every limit the headers name has reset (the longest of them), or None.
+
+    For a quota or billing failure with no Retry-After: the provider's own word on when
+    it will take us back, rather than a guess. OpenAI and Groq send Go durations
+    (`x-ratelimit-reset-tokens: 6m0s`), Anthropic RFC 3339 times.
+    """
+    waits: list[float] = []
+    for name in _RESET_DURATIONS:
+        value = header_value(headers, name)
+        seconds = None if value is None else parse_duration(value)
+        if seconds is not None:
+            waits.append(seconds)
+    for name in _RESET_TIMES:
+        value = header_value(headers, name)
+        if value is None:
+            continue
+        from datetime import datetime
+
+        try:
+            at = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if at.tzinfo is not None:
+            seconds = _clamp(max(0.0, at.timestamp() - now))
+            if seconds is not None:
+                waits.append(seconds)
+    return max(waits) if waits else None
+
+
+def until_midnight_pacific(now: float) -> float | None:
+    """Seconds from `now` to the next midnight in California: when Gemini's per-day
+    quotas reset."""
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    try:
+        pacific = ZoneInfo("America/Los_Angeles")
+    except LookupError:  # no time zone database on this machine: the reset is unknown
+        return None
+    here = datetime.fromtimestamp(now, pacific)
+    midnight = datetime.combine(here.date() + timedelta(days=1), datetime.min.time(), pacific)
+    return max(0.0, midnight.timestamp() - now)
 
 
 def parse_body_delay(error: object) -> float | None:

@@ -576,7 +576,8 @@ RESPONSE_CASES = [
         retry_after=53.0,
     ),
     # langgenius/dify#19838: a per-day quota resets at midnight Pacific.
-    case("gemini-429-per-day-quota", 429, GEMINI_PER_DAY, K.QUOTA, FAIL),
+    # Per-day quotas reset at midnight Pacific: 9 h 46 m 40 s after NOW.
+    case("gemini-429-per-day-quota", 429, GEMINI_PER_DAY, K.QUOTA, FAIL, retry_after=35200),
     # google-gemini/gemini-cli#8437: per-minute and per-day violations together; the day wins.
     case(
         "gemini-429-minute-and-day-violations",
@@ -595,6 +596,7 @@ RESPONSE_CASES = [
         ),
         K.QUOTA,
         FAIL,
+        retry_after=35200,  # the day's reset, at midnight Pacific
     ),
     # continuedev/continue#10062: the model has no free tier at all ("limit: 0").
     case(
@@ -1009,6 +1011,7 @@ RESPONSE_CASES = [
         },
         K.QUOTA,
         FAIL,
+        retry_after=35200,  # Gemini's per-day reset, through OpenRouter
     ),
     # ref §6.5: a non-streaming 200 whose choice failed upstream; the embedded 502 decides.
     case(
@@ -1696,3 +1699,54 @@ def test_importing_the_classifier_compiles_no_regex_and_loads_no_httpx() -> None
     assert at_import == "0 False"
     # The tables are built on first use, and still classify.
     assert on_first_use == "True refusal"
+
+
+# -------------------------------------------------- when an exhausted quota comes back
+
+
+QUOTA_BODY = oai("You exceeded your current quota.", "insufficient_quota", "insufficient_quota")
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "seconds"),
+    [
+        pytest.param({}, QUOTA_BODY, None, id="nothing-said"),
+        pytest.param(
+            {"x-ratelimit-reset-requests": "1s", "x-ratelimit-reset-tokens": "6m0s"},
+            QUOTA_BODY,
+            360.0,
+            id="openai-reset-headers-the-longest",
+        ),
+        pytest.param(
+            {"anthropic-ratelimit-tokens-reset": "2023-11-14T23:13:20Z"},  # NOW + 1 h
+            {"type": "error", "error": {"type": "billing_error", "message": "billing"}},
+            3600.0,
+            id="anthropic-rfc3339-reset",
+        ),
+        pytest.param(
+            {},
+            oai("Your quota resets in 3 hours.", "insufficient_quota", "insufficient_quota"),
+            10800.0,
+            id="resets-in-words",
+        ),
+    ],
+)
+def test_a_quota_failure_carries_the_reset_the_provider_named(
+    headers: dict[str, str], body: object, seconds: float | None
+) -> None:
+    failure = classify_response(429, headers, body, now=NOW)
+    assert failure.kind is ErrorKind.QUOTA
+    assert failure.retry_after == seconds
+
+
+def test_a_gemini_per_day_quota_resets_at_midnight_pacific() -> None:
+    # 2023-11-14 22:13:20 UTC is 14:13:20 in California: 9 h 46 m 40 s to midnight there.
+    failure = classify_response(429, {}, GEMINI_PER_DAY, now=NOW)
+    assert failure.kind is ErrorKind.QUOTA
+    assert failure.retry_after == 9 * 3600 + 46 * 60 + 40
+
+
+def test_reset_headers_do_not_lengthen_a_rate_limit() -> None:
+    body = oai("Rate limit reached", "requests", "rate_limit_exceeded")
+    failure = classify_response(429, {"x-ratelimit-reset-tokens": "6m0s"}, body, now=NOW)
+    assert failure.kind is ErrorKind.RATE_LIMIT and failure.retry_after is None
