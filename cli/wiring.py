@@ -60,11 +60,10 @@ def state_location(
     the file store, a redis:// URL for Redis. A URL that cannot be used is the user's to
     fix (a flag: 2; the variable: 78), said without its password."""
     from gateway.config import resolve_state
-    from gateway.state.location import LocationError
 
     try:
         return resolve_state(flag, environ, config)
-    except LocationError as exc:
+    except ValueError as exc:  # a LocationError: imported only with a URL to parse
         origin = "--state" if flag else "$SUPPORT_ASK_STATE"
         raise CliError(
             f"{origin}: {exc}",

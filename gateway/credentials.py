@@ -12,7 +12,7 @@ keeps its salted fingerprint, so a key that changed is a new chance.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gateway.config import Config, Deployment, KeyStrategy
 from gateway.model import KEY_PREFIX, ErrorKind
@@ -20,10 +20,10 @@ from gateway.secret import KeyValueError, Secret, read_key
 
 # The failures that are the key's, not the provider's: another key may well work now.
 KEY_SCOPED = frozenset({ErrorKind.AUTH, ErrorKind.QUOTA, ErrorKind.RATE_LIMIT})
+# (Key and Keys are NamedTuples, not dataclasses: every question imports this module.)
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     """One usable key: its variable's name and its value."""
 
     variable: str
@@ -35,8 +35,7 @@ class Key:
         return key_name(self.variable)
 
 
-@dataclass(frozen=True)
-class Keys:
+class Keys(NamedTuple):
     """A deployment's usable keys in config order, and why the others cannot be used."""
 
     usable: tuple[Key, ...]

@@ -224,3 +224,27 @@ def test_a_bad_url_is_refused_naming_the_problem(text: str) -> None:
 
 def test_secret_is_unaffected() -> None:  # the URL is a Secret: no repr leaks it
     assert "pw" not in repr(Secret("redis://u:pw@h/0"))
+
+
+def test_a_deadline_comes_back_to_the_last_digit(server: RedisServer, tmp_path: Path) -> None:
+    # cjson writes numbers with 14 significant digits: an epoch time would lose its last
+    # decimals, and a worker checking its own last write would see it "shortened".
+    store = open_redis(server.url, tmp_path)
+    now = 1_764_594_600.123456
+    store.cool("primary", until=now + 60.000789, kind=ErrorKind.SERVER, now=now)
+    (c,) = store.entries()
+    assert (c.until, c.started) == (now + 60.000789, now)
+
+
+def test_a_question_that_goes_well_is_one_command(server: RedisServer, tmp_path: Path) -> None:
+    known = {"primary", "fallback", "key:OPENAI_API_KEY"}
+    store = open_redis(server.url, tmp_path, known=known)
+    client = server.client()
+
+    def calls() -> int:
+        stats = client.info("commandstats")  # type: ignore[attr-defined]
+        return sum(int(v["calls"]) for k, v in stats.items() if k != "cmdstat_info")
+
+    before = calls()
+    seen = store.read(T, {"key:OPENAI_API_KEY": KEY})
+    assert seen.cooling == {} and calls() - before == 1, "connecting sends nothing, then one MGET"

@@ -61,12 +61,13 @@ def resolve_state(flag: str | None, environ: Mapping[str, str], config: Config) 
     """Where the shared state lives: --state, $SUPPORT_ASK_STATE, state.url, state.path,
     the user state dir. A redis:// or rediss:// URL selects Redis, a path the file store.
     Raises LocationError (naming no password) for a URL that cannot be used."""
-    from gateway.state.location import parse_location
+    given = flag or environ.get(STATE_ENV)
+    if given:
+        if "://" not in given:  # a path: the common case needs no URL parsing at all
+            return Path(given).expanduser()
+        from gateway.state.location import parse_location
 
-    if flag:
-        return parse_location(flag)
-    if environ.get(STATE_ENV):
-        return parse_location(environ[STATE_ENV])
+        return parse_location(given)
     if config.state.url is not None:
         return config.state.url
     return local_state_path(config)

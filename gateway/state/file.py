@@ -22,8 +22,8 @@ import os
 import sys
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from gateway.model import Cooldown
 from gateway.state import codec, rules
@@ -54,10 +54,13 @@ class _Newer(_BadFile):
     """A file of a later version: another support-ask's, not ours to replace."""
 
 
-@dataclass(frozen=True)
-class _Parsed:
+class _Parsed(NamedTuple):
+    """A file as read: its state, and one reason per entry that could not be believed.
+    (A NamedTuple: every question imports this module, and a dataclass costs ten times
+    as much to define.)"""
+
     state: State
-    dropped: tuple[str, ...] = ()  # one reason per entry that could not be believed
+    dropped: tuple[str, ...] = ()
 
 
 def _parse(data: bytes) -> _Parsed:

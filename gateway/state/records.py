@@ -2,43 +2,45 @@
 question's snapshot, and the limits that keep the state bounded.
 
 Cooldowns themselves are `gateway.model.Cooldown`: the vocabulary every layer speaks.
+These are immutable NamedTuples rather than frozen dataclasses: every question imports
+them, and a NamedTuple costs half as much to define (a dataclass generates and compiles
+its methods at import).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from gateway.model import Cooldown
 
-_NONE: Mapping[str, object] = MappingProxyType({})
+_NO_LEASES: Mapping[str, Lease] = MappingProxyType({})
+_NO_COOLDOWNS: Mapping[str, Cooldown] = MappingProxyType({})
+_NO_CURSORS: Mapping[str, int] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class Lease:
+class Lease(NamedTuple):
     """The right to send the one probe after a cooldown ended, until `until` (epoch s)."""
 
     until: float
     holder: str  # random, per store instance: tells whose lease it is, names no one
 
 
-@dataclass(frozen=True)
-class State:
+class State(NamedTuple):
     """Everything a store keeps. `salt` is created with the state and kept for its life:
     the fingerprints of keys depend on it."""
 
     salt: str | None
     entries: Mapping[str, Cooldown]
-    leases: Mapping[str, Lease] = field(default_factory=dict)
-    cursors: Mapping[str, int] = field(default_factory=dict)  # round-robin, per deployment
+    leases: Mapping[str, Lease] = _NO_LEASES
+    cursors: Mapping[str, int] = _NO_CURSORS  # round-robin, per deployment
 
 
 EMPTY = State(None, {})
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     """One read of the state for one question.
 
     `cooling`: in force now, skip. `due`: ended but not yet followed by a success, so the
@@ -49,14 +51,13 @@ class Snapshot:
     """
 
     cooling: Mapping[str, Cooldown]
-    due: Mapping[str, Cooldown] = field(default_factory=dict)
+    due: Mapping[str, Cooldown] = _NO_COOLDOWNS
     probing: frozenset[str] = frozenset()
-    cursors: Mapping[str, int] = field(default_factory=dict)
+    cursors: Mapping[str, int] = _NO_CURSORS
     present: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """What keeps the state honest and bounded.
 
     `max_cooldown`: no deadline further ahead than this is believed (clock skew, garbage, a
