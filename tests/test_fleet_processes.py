@@ -44,10 +44,13 @@ def machine(
     redis_url: str,
     budget: int = 6,
     redis_timeout: float = 2.0,  # a busy test machine must not look like a Redis outage
+    timeout: int = 3,
 ) -> Path:
     home = tmp_path / name
     home.mkdir()
-    write_loopback_workdir(home, providers.server.url, ANSWER, retries=0, budget=budget, timeout=3)
+    write_loopback_workdir(
+        home, providers.server.url, ANSWER, retries=0, budget=budget, timeout=timeout
+    )
     config = home / "support-ask.yaml"
     config.write_text(
         config.read_text().replace(
@@ -133,7 +136,7 @@ def test_a_redis_that_is_down_or_silent_costs_no_question_its_budget(
         warnings = [line for line in done.stderr.splitlines() if "Redis" in line]
         assert len(warnings) == 1 and "local" in warnings[0], done.stderr
         assert "Traceback" not in done.stderr
-        assert took < 3, f"{took:.2f} s for a question with a 6 s budget and a dead Redis"
+        assert took < 6, f"{took:.2f} s for a question with a 6 s budget and a dead Redis"
         # The cooldown taken meanwhile lives in the local file, and the next run honours it.
         local = home / "xdg" / "support-ask" / "cooldowns.json"
         assert [c.name for c in FileStore(local).entries()] == ["primary"]
@@ -218,8 +221,12 @@ def test_at_expiry_one_probe_among_twenty_racing_processes(
     providers = SlowPrimary()
     providers.primary_status = 500  # still down: the probe fails, and cools it again
     with providers.server:
-        # Twenty start-ups on two CPUs take seconds: the budget must not be what is tested.
-        homes = [machine(tmp_path, f"m{i:02d}", providers, server.url, 60) for i in range(20)]
+        # Twenty start-ups on two CPUs take seconds: neither the budget nor the probe's
+        # lease (as long as an attempt may last) may run out before the probe's answer.
+        homes = [
+            machine(tmp_path, f"m{i:02d}", providers, server.url, budget=60, timeout=30)
+            for i in range(20)
+        ]
         store = RedisStore(RedisURL.parse(server.url), fallback=pytest.fail, warn=pytest.fail)
         now = time.time()
         store.cool("primary", until=now + 0.2, kind=ErrorKind.SERVER, now=now - 59.8)
