@@ -67,6 +67,8 @@ def key_problem(value: str) -> str | None:
         return "holds a control character"
     if not value.isascii():
         return "holds a non-ASCII character"
+    if value[:7].lower() == "bearer ":
+        return "starts with 'Bearer ' (a header's value): give the key alone"
     return "holds a space"
 
 

@@ -23,6 +23,10 @@ UNUSABLE = {
     "a no-break space": (f"{KEY[:10]}\u00a0{KEY[10:]}", "holds a non-ASCII character"),
     "a zero-width space": (f"{KEY}\u200b", "holds a non-ASCII character"),
     "two keys with a space": (f"{KEY} {KEY}", "holds a space"),
+    "a header value pasted whole": (
+        f"Bearer {KEY}",
+        "starts with 'Bearer ' (a header's value): give the key alone",
+    ),
 }
 
 
