@@ -223,3 +223,22 @@ def test_keys_echoed_into_errors_are_in_no_output_no_state_and_no_log(
     everything = written(workdir, done)
     assert OPENAI_KEY not in everything and ANTHROPIC_KEY not in everything
     assert "Rate limit reached for key ***" in done.stdout
+
+
+def test_a_base_url_with_a_password_is_refused_by_every_command_and_never_shown(
+    workdir: Path, proxy: EchoProxy
+) -> None:
+    config = workdir / "support-ask.yaml"
+    base = proxy.server.url.replace("http://", "http://me:url-Pa55word-77@")
+    config.write_text(
+        config.read_text().replace(f"base_url: {proxy.server.url}/v1", f"base_url: {base}/v1")
+    )
+    assert "url-Pa55word-77" in config.read_text()
+    for args in (("How do I reset?", "--debug", "-v", "--json"), ("config", "check")):
+        done = support_ask(workdir, *args)
+        assert done.returncode == 78, done.stderr
+        assert "deployments[0].base_url" in done.stderr and "api_key_env" in done.stderr
+        assert "url-Pa55word-77" not in written(workdir, done)
+    assert proxy.calls() == 0
+    cache = workdir / "xdg" / "support-ask"
+    assert not any("url-Pa55word-77" in f.read_text() for f in cache.rglob("*") if f.is_file())
