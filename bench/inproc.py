@@ -188,6 +188,21 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
     return rows
 
 
+def first_token_s(engine: Any, request: Any) -> float:
+    """Seconds from `engine.ask` to its first streamed `on_text`; the answer is checked."""
+    first: list[float] = []
+
+    def on_text(text: str) -> None:
+        if not first:
+            first.append(time.perf_counter())
+
+    t0 = time.perf_counter()
+    result = engine.ask(request, on_text=on_text)
+    if result.answer != ANSWER or not first:
+        raise AssertionError(f"the streamed answer went wrong: {result.as_json()}")
+    return first[0] - t0
+
+
 def _first_token(
     ctx: Context, engine: Any, raw: Any, url: str, headers: dict[str, str], request: Any
 ) -> Row:
@@ -201,17 +216,7 @@ def _first_token(
     stream_body = json.dumps(payload).encode()
 
     def via_engine() -> float:
-        first: list[float] = []
-
-        def on_text(text: str) -> None:
-            if not first:
-                first.append(time.perf_counter())
-
-        t0 = time.perf_counter()
-        result = engine.ask(request, on_text=on_text)
-        if result.answer != ANSWER or not first:
-            raise AssertionError(f"the streamed answer went wrong: {result.as_json()}")
-        return first[0] - t0
+        return first_token_s(engine, request)
 
     def via_raw() -> float:
         took = None

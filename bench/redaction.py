@@ -8,11 +8,18 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from bench.context import Context
-from bench.inproc import KEY, ServerProcess, _captured_body, _config, _engine, _request
+from bench.inproc import (
+    KEY,
+    ServerProcess,
+    _captured_body,
+    _config,
+    _engine,
+    _request,
+    first_token_s,
+)
 from bench.loopback import ANSWER, STREAM_GAP
 from bench.stats import Measure, Row, Target, Unit, interleaved, paired
 
@@ -51,25 +58,12 @@ def _first_token(ctx: Context) -> Row:
                 kept["scrubbed"] = RedactingProvider(build_provider(deployment, key), redactor)
             return kept["scrubbed"]
 
-        def first_token(engine: Any) -> float:
-            first: list[float] = []
-
-            def on_text(text: str) -> None:
-                if not first:
-                    first.append(time.perf_counter())
-
-            t0 = time.perf_counter()
-            result = engine.ask(request, on_text=on_text)
-            if result.answer != ANSWER or not first:
-                raise AssertionError(f"the streamed answer went wrong: {result.as_json()}")
-            return first[0] - t0
-
         with_redactor, without = _engine(config, scrubbed), _engine(config, plain)
         # Many rounds: one first token is ~2 ms of loopback I/O on a shared machine, and
         # the difference sought is a few microseconds.
         cand, base = interleaved(
-            lambda: first_token(with_redactor),
-            lambda: first_token(without),
+            lambda: first_token_s(with_redactor, request),
+            lambda: first_token_s(without, request),
             max(3, ctx.sizes.inproc_iterations // 20),
         )
         for adapter in kept.values():
