@@ -74,10 +74,44 @@ class AskByDefault(TyperGroup):
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         install(self, ctx)
         readable(self)
+        help_for = routing.help_request(args, self.command_names())
+        if help_for is not None:  # `support-ask help [COMMAND]`: what a user means by it
+            args = [*help_for, "--help"]
+        ctx.meta["support_ask.args"] = list(args)
         if not ctx.resilient_parsing and self.routes_to_default(args):
             ctx.meta["support_ask.default_command"] = True
             args = [routing.DEFAULT_COMMAND, *args]
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx: _click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except _click.exceptions.UsageError as error:
+            # `support-ask stats on my usage -a kb`: a question that starts with a command's
+            # name reaches that command, which cannot make sense of the words. Say how to
+            # ask it instead of only that the words are unexpected.
+            args = ctx.meta.get("support_ask.args") or []
+            if error.ctx is not ctx and args and self._stray_words(ctx, args, error.message):
+                import shlex
+
+                error.message = (
+                    f"{error.message.rstrip('.')}.\n"
+                    f"To ask it as a question, say `ask` first: "
+                    f"{ctx.command_path} ask {shlex.join(args)}"
+                )
+            raise
+
     def routes_to_default(self, args: list[str]) -> bool:
         return routing.routes_to_default(args, self.command_names())
+
+    def _stray_words(self, ctx: _click.Context, args: list[str], message: str) -> bool:
+        """Whether a command's usage error comes from words it has no place for: words
+        left over, a subcommand that is not one, or (`stats on my usage -a kb`) a flag
+        of `ask` after words that a command without arguments cannot have."""
+        if "unexpected extra argument" in message or message.startswith("No such command"):
+            return True
+        if not message.startswith("No such option") or len(args) < 2 or args[1][:1] == "-":
+            return False
+        command = self.get_command(ctx, args[0])
+        takes_words = any(p.param_type_name == "argument" for p in getattr(command, "params", []))
+        return command is not None and not takes_words

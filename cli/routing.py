@@ -44,12 +44,28 @@ def looks_like_typo(word: str, names: Iterable[str]) -> bool:
     return bool(get_close_matches(word, list(names), n=1, cutoff=TYPO_CUTOFF))
 
 
+HELP_WORD = "help"
+
+
+def help_request(args: Sequence[str], names: Iterable[str]) -> list[str] | None:
+    """`help` alone or `help COMMAND` means the help, not a question to an LLM: the
+    command whose help is wanted ([] for the whole tool), else None. `help me reset my
+    password` stays a question."""
+    if not args or args[0] != HELP_WORD or len(args) > 2:
+        return None
+    if len(args) == 1:
+        return []
+    return [args[1]] if args[1] in set(names) else None
+
+
 def routes_to_default(args: Sequence[str], names: Iterable[str]) -> bool:
     """Whether `args` (after the program name) are for `ask` without naming it."""
     if not args:
         return True
-    first = args[0]
     names = list(names)
+    if help_request(args, names) is not None:
+        return False
+    first = args[0]
     if first in names or first in GROUP_OPTIONS:
         return False
     if first.startswith("-"):

@@ -242,6 +242,54 @@ def test_one_word_or_a_sentence_near_a_command_is_asked(
     assert fake.requests[0].question == question
 
 
+def test_help_alone_or_with_a_command_shows_the_help_not_an_answer(home: Path, engine: Any) -> None:
+    fake = engine()
+    out = run(["help"])
+    assert out.exit_code == 0
+    assert "Usage: support-ask [OPTIONS] COMMAND" in out.stdout
+    stats = run(["help", "stats"])
+    assert stats.exit_code == 0 and "Usage: support-ask stats" in stats.stdout
+    assert fake.requests == []
+    assert run(["help", "me", "reset", "my", "password", "-a", "kb"]).exit_code == 0
+    assert fake.requests[0].question == "help me reset my password"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stats", "on", "my", "usage", "-a", "kb"],
+        ["stats", "on", "my", "usage"],
+        ["config", "my", "account"],
+        ["cooldowns", "for", "my", "team"],
+    ],
+)
+def test_a_question_that_starts_with_a_command_name_says_how_to_ask_it(
+    home: Path, engine: Any, args: list[str]
+) -> None:
+    import shlex
+
+    fake = engine()
+    out = run(args)
+    assert out.exit_code == 2
+    assert f"support-ask ask {shlex.join(args)}" in out.stderr
+    assert fake.requests == []
+    asked = run(["ask", *args])  # as the message says
+    assert asked.exit_code == 0
+    assert fake.requests[0].question == " ".join(a for a in args if a not in ("-a", "kb"))
+
+
+def test_a_mistyped_option_of_a_command_gets_no_question_hint(home: Path) -> None:
+    out = run(["stats", "--sinc", "1h"])
+    assert out.exit_code == 2 and "No such option" in out.stderr
+    assert "as a question" not in out.stderr
+
+
+def test_double_dash_makes_the_rest_the_question(home: Path, engine: Any) -> None:
+    fake = engine()
+    assert run(["-a", "kb", "--", "stats", "on", "my", "usage"]).exit_code == 0
+    assert fake.requests[0].question == "stats on my usage"
+
+
 def test_dash_reads_the_question_from_stdin(home: Path, engine: Any) -> None:
     fake = engine()
     out = run(["-", "-a", "kb"], input="What is SSO?\n")

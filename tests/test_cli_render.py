@@ -268,6 +268,8 @@ def test_fast_path_knows_exactly_the_ask_options() -> None:
         ["-", "-a", "kb"],
         ["billing"],
         ["q", "-d", "fallback", "--deployment=local", "--budget", "2.5", "--timeout=1"],
+        ["help", "me", "log", "in"],
+        ["-a", "kb", "--", "stats", "on", "my", "usage"],
     ],
 )
 def test_fast_path_parses_as_typer_does(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -295,6 +297,8 @@ def test_fast_path_parses_as_typer_does(args: list[str], monkeypatch: pytest.Mon
         ["-a=kb", "q"],
         ["--json=yes", "q"],
         ["q", "--budget", "soon"],
+        ["help"],
+        ["help", "stats"],
         [],
     ],
 )
