@@ -140,14 +140,14 @@ def test_a_signal_stops_the_run_at_once_with_a_result_and_the_question_logged(
 def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     tmp_path: Path, providers: Providers
 ) -> None:
-    """A second spent before the engine starts (here, the question arriving slowly on
+    """Time spent before the engine starts (here, the question arriving slowly on
     stdin; in life, loading a large help centre) is spent from the budget, not added."""
     budget = 2
     home = workdir(tmp_path, providers, budget=budget)
     began = time.monotonic()
     proc = start(home, "-", "-a", "kb", "--json", stdin=subprocess.PIPE)
     assert proc.stdin is not None
-    time.sleep(1.0)
+    time.sleep(1.5)
     proc.stdin.write("How do I reset my password?\n")
     proc.stdin.close()
     proc.stdin = None  # closed: communicate() has nothing left to send
@@ -155,8 +155,9 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     took = time.monotonic() - began
 
     assert proc.returncode == 75, err
-    # budget + the design's half-second margin, and a little for a loaded test machine
-    assert took < budget + 0.5 + 0.2, f"{took:.2f} s for a {budget} s budget"
+    # The design's budget + 0.5 s, and as much again for a test machine under load (the
+    # 1.5 s spent before the engine would show as more than that if it were added).
+    assert took < budget + 0.5 + 0.5, f"{took:.2f} s for a {budget} s budget"
     result = json.loads(out)
     assert result["elapsed_s"] == pytest.approx(budget, abs=0.5)  # from the start, too
     assert [a["deployment"] for a in result["attempts"]] == ["primary", "fallback"]
