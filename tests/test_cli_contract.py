@@ -142,12 +142,12 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
 ) -> None:
     """Time spent before the engine starts (here, the question arriving slowly on
     stdin; in life, loading a large help centre) is spent from the budget, not added."""
-    budget = 2
+    budget = 4
     home = workdir(tmp_path, providers, budget=budget)
     began = time.monotonic()
     proc = start(home, "-", "-a", "kb", "--json", stdin=subprocess.PIPE)
     assert proc.stdin is not None
-    time.sleep(1.5)
+    time.sleep(2.0)
     proc.stdin.write("How do I reset my password?\n")
     proc.stdin.close()
     proc.stdin = None  # closed: communicate() has nothing left to send
@@ -156,12 +156,12 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
 
     assert proc.returncode == 75, err
     # The design's budget + 0.5 s, and as much again for a test machine under load (the
-    # 1.5 s spent before the engine would show as more than that if it were added).
+    # 2 s spent before the engine would show as more than that if it were added).
     assert took < budget + 0.5 + 0.5, f"{took:.2f} s for a {budget} s budget"
     result = json.loads(out)
     assert result["elapsed_s"] == pytest.approx(budget, abs=0.5)  # from the start, too
     assert [a["deployment"] for a in result["attempts"]] == ["primary", "fallback"]
-    # The fallback's timeout was what the budget had left: shown rounded, not 0.93721 s.
+    # The fallback's timeout was what the budget had left: shown rounded, not 1.93721 s.
     details = " ".join(a["detail"] for a in result["attempts"])
     assert "within the attempt's" in details
     assert not re.findall(r"\d\.\d{3,}", details), details
