@@ -251,20 +251,24 @@ class RedisStore:
         credential: Secret | None = None,
         cap: float | None = None,
     ) -> None:
-        if self._local is not None or self.read_only:
-            if self._local is not None:
-                self._local.cool(
-                    name,
-                    until=until,
-                    kind=kind,
-                    now=now,
-                    status=status,
-                    code=code,
-                    basis=basis,
-                    deployment=deployment,
-                    credential=credential,
-                    cap=cap,
-                )
+        def elsewhere(store: StateStore) -> None:
+            store.cool(
+                name,
+                until=until,
+                kind=kind,
+                now=now,
+                status=status,
+                code=code,
+                basis=basis,
+                deployment=deployment,
+                credential=credential,
+                cap=cap,
+            )
+
+        if self._local is not None:
+            elsewhere(self._local)
+            return
+        if self.read_only:
             return
         limit = self.limits.max_cooldown if cap is None else min(cap, self.limits.max_cooldown)
         try:
@@ -291,18 +295,7 @@ class RedisStore:
                 ],
             )
         except _trouble() as exc:
-            self._failed(exc).cool(
-                name,
-                until=until,
-                kind=kind,
-                now=now,
-                status=status,
-                code=code,
-                basis=basis,
-                deployment=deployment,
-                credential=credential,
-                cap=cap,
-            )
+            elsewhere(self._failed(exc))
 
     def clear(self, name: str | None = None) -> None:
         if self._local is not None:
