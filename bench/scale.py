@@ -227,6 +227,9 @@ def _memory(ctx: Context, tool: Tool, large: Path, size: Size) -> list[Row]:
             rss["half"], "index build, half", note=note),
         Row(RSS_GROUP, f"index build, double ({sizes['double']})", Unit.MIB, rss["double"],
             rss["whole"], "index build, whole", RSS_TARGET, note=note),
+        # The same builds' times: how the build scales with the set (time per MB flat).
+        Row(GROUP, f"index build, double the set ({sizes['double']})", Unit.SECONDS,
+            _of(runs["double"], "wall"), _of(runs["whole"], "wall"), "index build, the set"),
     ]  # fmt: skip
 
 
