@@ -59,7 +59,6 @@ def parse_location(text: str) -> Path | RedisURL:
     if "://" in text:
         scheme = text.split("://", 1)[0]
         raise LocationError(
-            f"a {scheme}:// URL is not a state store: give a file path, or a redis:// or "
-            "rediss:// URL"
+            f"{scheme}:// is not a state store: give a file path, or a redis:// or rediss:// URL"
         )
     return Path(text).expanduser()
