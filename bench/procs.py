@@ -152,3 +152,40 @@ def child_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, s
         env.pop(key, None)
     env.update(extra or {})
     return env
+
+
+def together(argvs: Sequence[Sequence[str]], *, cwd: Path, what: str) -> tuple[float, list[str]]:
+    """Start every command, wait until each has printed "ready" (imports done), release
+    them all at once with a line on stdin, and return the wall time from the release to
+    the last one's exit, with each one's last line of output (its report)."""
+    workers = [
+        subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, text=True
+        )
+        for argv in argvs
+    ]
+    try:
+        for w in workers:
+            assert w.stdout is not None
+            if w.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a {what} worker did not start")
+        import time
+
+        start = time.perf_counter()
+        for w in workers:
+            assert w.stdin is not None
+            w.stdin.write("go\n")
+            w.stdin.flush()
+        reports = []
+        for w in workers:
+            assert w.stdout is not None
+            line = w.stdout.readline()
+            if w.wait() != 0 or not line:
+                raise RuntimeError(f"a {what} worker failed (exit {w.returncode})")
+            reports.append(line)
+        return time.perf_counter() - start, reports
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.wait()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.context import Context
+from bench.procs import together
 from bench.stats import Measure, Row, Summary, Target, Unit, paired
 
 GROUP = "9 Redis state"
@@ -177,47 +178,13 @@ def _state_work(ctx: Context, server: _Server) -> Row:
 def _contention(ctx: Context, server: _Server) -> list[Row]:
     s = ctx.sizes
     base = time.time() + 600
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WORKER,
-                server.url,
-                f"w{i:02d}",
-                str(s.state_updates),
-                repr(base + i / 1000),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd=ROOT,
-            text=True,
-        )
+    argvs = [
+        [sys.executable, "-c", WORKER, server.url, f"w{i:02d}", str(s.state_updates),
+         repr(base + i / 1000)]
         for i in range(s.state_procs)
-    ]
-    reports = []
-    try:
-        for w in workers:
-            assert w.stdout is not None
-            if w.stdout.readline().strip() != "ready":
-                raise RuntimeError("a Redis worker did not start")
-        start = time.perf_counter()
-        for w in workers:
-            assert w.stdin is not None
-            w.stdin.write("go\n")
-            w.stdin.flush()
-        for w in workers:
-            assert w.stdout is not None
-            line = w.stdout.readline()
-            if w.wait() != 0 or not line:
-                raise RuntimeError(f"a Redis worker failed (exit {w.returncode})")
-            reports.append(json.loads(line))
-        wall = time.perf_counter() - start
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
+    ]  # fmt: skip
+    wall, lines = together(argvs, cwd=ROOT, what="Redis")
+    reports = [json.loads(line) for line in lines]
     final = {}
     for i in range(s.state_procs):
         raw = server.client.get(f"support-ask:cool:w{i:02d}")

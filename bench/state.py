@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench.context import Context, filesystem
+from bench.procs import together
 from bench.state_worker import raw_update
 from bench.stats import Measure, Row, Summary, Target, Unit, paired
 
@@ -47,48 +47,13 @@ class Round:
 def contend(path: Path, mode: str, procs: int, updates: int) -> Round:
     # Far enough ahead that no entry expires during the run, and within max_cooldown (1 h).
     base = time.time() + 600
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bench.state_worker",
-                str(path),
-                f"w{i:02d}",
-                str(updates),
-                repr(base + i / 1000),
-                mode,
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd=ROOT,
-            text=True,
-        )
+    argvs = [
+        [sys.executable, "-m", "bench.state_worker", str(path), f"w{i:02d}", str(updates),
+         repr(base + i / 1000), mode]
         for i in range(procs)
-    ]
-    try:
-        for w in workers:
-            assert w.stdout is not None
-            if w.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"a {mode} worker did not start")
-        start = time.perf_counter()
-        for w in workers:
-            assert w.stdin is not None
-            w.stdin.write("go\n")
-            w.stdin.flush()
-        reports = []
-        for w in workers:
-            assert w.stdout is not None
-            line = w.stdout.readline()
-            if w.wait() != 0 or not line:
-                raise RuntimeError(f"a {mode} worker failed (exit {w.returncode})")
-            reports.append(json.loads(line))
-        wall = time.perf_counter() - start
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
+    ]  # fmt: skip
+    wall, lines = together(argvs, cwd=ROOT, what=mode)
+    reports = [json.loads(line) for line in lines]
     final = json.loads(path.read_bytes())["cooldowns"]
     missing = sum(
         1

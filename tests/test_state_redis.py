@@ -248,3 +248,19 @@ def test_a_question_that_goes_well_is_one_command(server: RedisServer, tmp_path:
     before = calls()
     seen = store.read(T, {"key:OPENAI_API_KEY": KEY})
     assert seen.cooling == {} and calls() - before == 1, "connecting sends nothing, then one MGET"
+
+
+def test_under_ci_a_missing_redis_server_fails_the_redis_tests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shutil
+
+    import tests.redis_server as helper
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="under CI the Redis tests must run"):
+        helper.redis_binary()
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        helper.redis_binary()
