@@ -46,6 +46,7 @@ class AskOptions:
     product: str | None = None
     json: bool = False
     stream: bool = False
+    allow_restart: bool = False
     quiet: bool = False
     show_attempts: bool = False
     verbose: int = 0
@@ -158,9 +159,21 @@ def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> i
         raise
 
 
+def check_restart(allow_restart: bool, *, stream: bool, json_lines: bool) -> None:
+    """--allow-restart speaks only JSON Lines: a restart is an event a consumer reads."""
+    if allow_restart and not (stream and json_lines):
+        raise CliError(
+            "--allow-restart needs --stream and --json: a restart is a JSON line telling "
+            "the consumer to drop the text it showed",
+            ExitCode.USAGE,
+            fix="add --stream --json, or leave out --allow-restart",
+        )
+
+
 def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _Stdout) -> int:
     from cli import wiring
 
+    check_restart(opts.allow_restart, stream=opts.stream, json_lines=opts.json)
     raw = read_question(opts.words)
     if raw is None:
         show_help()
@@ -320,6 +333,7 @@ def _run_engine(
         config=config,
     )
 
+    from cli.output import StreamSink
     from gateway.clock import SystemClock
 
     clock = SystemClock()
@@ -340,7 +354,8 @@ def _run_engine(
             # says which (`input_tokens_exact`).
             from cli.started import process_start
 
-            result = engine.ask(request, on_text=sink, started=process_start())
+            restart = sink.restart if isinstance(sink, StreamSink) and opts.allow_restart else None
+            result = engine.ask(request, on_text=sink, started=process_start(), on_restart=restart)
         finally:
             engine.close()
     return _Ran(result, store)

@@ -38,6 +38,7 @@ ASK_OPTIONS: Mapping[str, tuple[tuple[str, ...], Kind, type]] = {
     "product": (("--product",), Kind.VALUE, str),
     "json": (("--json",), Kind.FLAG, bool),
     "stream": (("--stream",), Kind.FLAG, bool),
+    "allow_restart": (("--allow-restart",), Kind.FLAG, bool),
     "quiet": (("--quiet", "-q"), Kind.FLAG, bool),
     "show_attempts": (("--show-attempts",), Kind.FLAG, bool),
     "verbose": (("--verbose", "-v"), Kind.COUNT, int),

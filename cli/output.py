@@ -84,6 +84,14 @@ class StreamSink:
         self.wrote = True
         self._last = text
 
+    def restart(self, deployment: str, reason: str) -> None:
+        """Tell the consumer to drop the text shown since the last restart: the next
+        deltas are another attempt's answer, from its beginning (`--allow-restart`)."""
+        out = self._out or _stdout()
+        event = {"type": "restart", "deployment": deployment, "reason": reason}
+        out.write(json.dumps(event, ensure_ascii=False) + "\n")
+        out.flush()
+
     def end_line(self) -> None:
         """Finish plain streamed text with a newline (also after a stream that broke)."""
         if self.wrote and not self._json_lines and not self._last.endswith("\n"):

@@ -120,6 +120,14 @@ def _register_ask(app: typer.Typer) -> None:
                 "--stream", help="Write the answer as it arrives (JSON Lines with --json)."
             ),
         ] = False,
+        allow_restart: Annotated[
+            bool,
+            typer.Option(
+                "--allow-restart",
+                help="With --stream --json: when a stream breaks after text, emit a restart "
+                "event and stream the next attempt from its beginning.",
+            ),
+        ] = False,
         quiet: Annotated[
             bool, typer.Option("--quiet", "-q", help="Say nothing on stderr but errors.")
         ] = False,
@@ -202,6 +210,7 @@ def _register_ask(app: typer.Typer) -> None:
             product=product,
             json=json_out,
             stream=stream,
+            allow_restart=allow_restart,
             quiet=quiet,
             show_attempts=show_attempts,
             verbose=verbose,

@@ -44,6 +44,7 @@ class SimOptions:
     requests: int = 1
     real_time: bool = False
     stream: bool = False
+    allow_restart: bool = False
     json: bool = False
     quiet: bool = False
     config: Path | None = None
@@ -96,7 +97,7 @@ def run_simulate(opts: SimOptions, diag: Diag) -> int:
 
 def _simulate(opts: SimOptions, diag: Diag) -> int:
     from cli import wiring
-    from cli.ask import report_outcome
+    from cli.ask import check_restart, report_outcome
     from cli.diag import is_tty
     from cli.exitcodes import ExitCode, exit_code_for
     from cli.output import StreamSink, write_json, write_text
@@ -104,6 +105,7 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
     from gateway.clock import SystemClock, VirtualClock
     from gateway.simulate import SimulatedTransport, check_names, local_answerer, parse_faults
 
+    check_restart(opts.allow_restart, stream=opts.stream, json_lines=opts.json)
     if opts.requests < 1:
         raise wiring.CliError("--requests must be at least 1", ExitCode.USAGE)
     config = wiring.load_settings(opts.config, environ=os.environ, notice=diag.notice)
@@ -165,7 +167,8 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
                 transport=transport,
             )
             try:
-                result = engine.ask(request, on_text=sink)
+                restart = sink.restart if sink is not None and opts.allow_restart else None
+                result = engine.ask(request, on_text=sink, on_restart=restart)
             finally:
                 engine.close()
         if sink is not None:
@@ -246,6 +249,13 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         stream: Annotated[bool, typer.Option("--stream", help="Stream the answers.")] = False,
+        allow_restart: Annotated[
+            bool,
+            typer.Option(
+                "--allow-restart",
+                help="With --stream --json: restart events instead of stopping a broken stream.",
+            ),
+        ] = False,
         json_out: Annotated[
             bool, typer.Option("--json", help="One JSON object per request.")
         ] = False,
@@ -278,6 +288,7 @@ def register(app: typer.Typer) -> None:
             requests=requests,
             real_time=real_time,
             stream=stream,
+            allow_restart=allow_restart,
             json=json_out,
             quiet=quiet,
             config=config,

@@ -30,6 +30,7 @@ from gateway.model import (
     RefusedBy,
     Reply,
     Request,
+    RestartSink,
     Result,
     Status,
     TextSink,
@@ -140,12 +141,16 @@ class Engine:
         on_text: TextSink | None = None,
         exact_tokens: bool = False,
         started: float | None = None,
+        on_restart: RestartSink | None = None,
     ) -> Result:
         """Answer one question through the deployments; never raises for a provider's fault.
 
         `started` is when the question began on the clock's monotonic time (the CLI passes
         its process start, so work done before the engine, like reading the articles, is
-        spent from the same budget); by default, now."""
+        spent from the same budget); by default, now. With `on_restart`, a stream that
+        breaks after text is retried or failed over like any failure, and `on_restart` is
+        told just before the next attempt's first text; without it, such a stream stops
+        the question (the text cannot be taken back)."""
         seams = _Seams(
             store=self._store,
             clock=self._clock,
@@ -160,7 +165,9 @@ class Engine:
         # Every wait and call of this question is measured from its start.
         start = self._clock.monotonic() if started is None else started
         budget = Budget(start, self.config.policy.budget)
-        return _Question(self.config, request, seams, budget, on_text, exact_tokens).run()
+        question = _Question(self.config, request, seams, budget, on_text, exact_tokens)
+        question.on_restart = on_restart
+        return question.run()
 
     def keys_for(self, deployment: Deployment) -> Keys:
         """The deployment's usable keys, and why the others cannot be used: a variable not
@@ -214,6 +221,10 @@ class _Question:
         self.queue = list(self.plan.candidates)  # the deployments not taken up yet
         # The first cut-short reply: returned, marked incomplete, if nothing better comes.
         self.kept: tuple[Deployment, Reply, Failure] | None = None
+        self.on_restart: RestartSink | None = None
+        # With restarts: the broken attempt whose text is still on the customer's screen
+        # (the restart is said only when another attempt has text to replace it).
+        self.shown: tuple[Deployment, str, Failure] | None = None
         self.seen = Snapshot({})  # the shared state, read once when the loop starts
         self.probes: set[str] = set()  # deployments this question holds the probe lease of
 
@@ -264,7 +275,7 @@ class _Question:
                 )
                 turn = None
                 continue
-            ending, elapsed = self._attempt(turn)
+            ending, elapsed, wrote = self._attempt(turn)
             if not isinstance(ending, Failed):
                 return self._finish(turn, ending, elapsed)
             step = ending.step
@@ -276,6 +287,8 @@ class _Question:
                 and credentials.key_scoped(ending.failure.kind)
             )
             note = step.note
+            if wrote:
+                note = _joined(note, "after text was written: the next attempt restarts it")
             if keys_fault and turn.spare:
                 note = _joined(note, f"next: its key {turn.spare[0].variable}")
             elif turn.probe and step.outcome is not Outcome.RETRY:
@@ -355,16 +368,22 @@ class _Question:
     def _left(self, turn: _Turn, now: float) -> float:
         return min(self.budget.left(now), turn.budget.left(now))
 
-    def _attempt(self, turn: _Turn) -> tuple[Ending, float]:
-        """Call the deployment once; how the call ended, and how long it took."""
+    def _attempt(self, turn: _Turn) -> tuple[Ending, float, bool]:
+        """Call the deployment once: how the call ended, how long it took, whether it
+        streamed text to the customer."""
         d = turn.deployment
         turn.calls += 1
         wrote = False
 
         def sink(text: str) -> None:
             nonlocal wrote
-            wrote = True
             assert self.on_text is not None
+            if self.shown is not None and self.on_restart is not None:
+                # This attempt's text replaces what a broken one left on the screen.
+                broken, _, failure = self.shown
+                self.shown = None
+                self.on_restart(broken.name, failure.detail)
+            wrote = True
             self.on_text(text)
 
         # The last deployment that can still be tried is never cut off for a slow start:
@@ -397,8 +416,12 @@ class _Question:
             draw=self.seams.rng.random,
             took=now - started,
             alternatives=alternatives,
+            restartable=self.on_restart is not None,
         )
-        return ending, now - started
+        if wrote and isinstance(ending, Failed):
+            text = partial or (ending.reply.text if ending.reply is not None else "")
+            self.shown = (d, text, ending.failure)
+        return ending, now - started, wrote
 
     def _barrier(self, d: Deployment) -> _Verdict | None:
         """Why `d` cannot be called now (None: it can). Records nothing."""
@@ -612,6 +635,16 @@ class _Question:
     def _failed(self) -> Result:
         verdicts = self.verdicts
         lines = tuple(DeploymentError(name, v.last_error) for name, v in verdicts.items())
+        if self.shown is not None:
+            # No restart came: what the customer reads is the broken attempt's text.
+            d, text, failure = self.shown
+            error = QuestionError(
+                FailureKind.INCOMPLETE,
+                f"the answer from {d.name} broke off ({failure.detail}) and no other "
+                "attempt could answer",
+                lines,
+            )
+            return self._result(Status.FAILED, d, answer=text, error=error, incomplete=True)
         if self.kept is not None:
             # Nothing better came: the cut-short answer, never passed off as a whole one.
             d, reply, failure = self.kept

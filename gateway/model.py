@@ -335,6 +335,10 @@ class Result:
 TextSink = Callable[[str], None]
 """Receives streamed text as it arrives (a provider calls it once per delta)."""
 
+RestartSink = Callable[[str, str], None]
+"""Told (deployment, reason) that the text streamed since the last restart is void: the
+next delta begins another attempt's answer from its beginning."""
+
 
 class CooldownBasis(StrEnum):
     """Where a cooldown's length came from: what `support-ask cooldowns` says about how it ends."""

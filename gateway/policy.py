@@ -234,11 +234,15 @@ def judge(
     draw: Callable[[], float],
     took: float = 0.0,
     alternatives: bool = False,
+    restartable: bool = False,
 ) -> Ending:
     """What one attempt's reply or failure means for the question.
 
-    `wrote` says whether text already reached the customer; `draw` is the random source,
-    drawn only when a backoff needs jitter. The other arguments are `next_step`'s.
+    `wrote` says whether text already reached the customer; `restartable`, that the
+    customer's screen can take that text back (the stream's consumer understands a
+    restart), so a break after text is judged as if none had been shown. `draw` is the
+    random source, drawn only when a backoff needs jitter. The other arguments are
+    `next_step`'s.
     """
     reply = None
     if isinstance(result, Reply):
@@ -250,7 +254,7 @@ def judge(
             return Answered(result)
         reply, partial = result, result.text
         result = unusable
-    if wrote or (partial and reply is None):
+    if (wrote or (partial and reply is None)) and not restartable:
         # A retry would repeat what the customer already read, a fallback would splice two
         # answers: report the break and keep what was written.
         cooldown = policy.cooldown if cools_down(result.kind) else None

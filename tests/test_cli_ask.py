@@ -154,9 +154,11 @@ class FakeEngine:
         on_text: Any = None,
         exact_tokens: bool = False,
         started: float | None = None,
+        on_restart: Any = None,
     ) -> Result:
         self.requests.append(request)
         self.kwargs["exact_tokens"] = exact_tokens
+        self.kwargs["on_restart"] = on_restart
         if self.log_line:
             logging.getLogger("support_ask.engine").info(self.log_line)
         if self.boom is not None:
@@ -472,6 +474,38 @@ def test_stream_with_json_is_json_lines(home: Path, engine: Any) -> None:
     ]
     assert lines[2]["type"] == "result" and lines[2]["answer"] == "Open Settings."
     assert len(lines) == 3
+
+
+def test_allow_restart_hands_the_engine_a_restart_that_writes_one_json_line(
+    home: Path, engine: Any
+) -> None:
+    fake = engine(result(answer="Open Settings."), deltas=("Open Settings.",))
+    out = run(["q", "-a", "kb", "--stream", "--json", "--allow-restart"])
+    assert out.exit_code == 0
+    restart = fake.kwargs["on_restart"]
+    assert callable(restart)
+    from io import StringIO
+
+    from cli.output import StreamSink
+
+    written = StringIO()
+    sink = StreamSink(json_lines=True, out=written)
+    sink("Open Sett")
+    sink.restart("primary", "the reply stalled")
+    assert [json.loads(line) for line in written.getvalue().splitlines()] == [
+        {"type": "delta", "text": "Open Sett"},
+        {"type": "restart", "deployment": "primary", "reason": "the reply stalled"},
+    ]
+    run(["q", "-a", "kb", "--stream", "--json"])
+    assert fake.kwargs["on_restart"] is None, "without the flag the engine stops a break"
+
+
+@pytest.mark.parametrize("flags", [[], ["--stream"], ["--json"]], ids=["none", "stream", "json"])
+def test_allow_restart_needs_stream_and_json(home: Path, engine: Any, flags: list[str]) -> None:
+    engine(result(answer="x"))
+    out = run(["q", "-a", "kb", "--allow-restart", *flags])
+    assert out.exit_code == 2
+    assert "--allow-restart needs --stream and --json" in out.stderr
 
 
 def test_a_stream_that_broke_after_text_exits_69_with_the_text_kept(

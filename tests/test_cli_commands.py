@@ -179,6 +179,30 @@ def test_simulate_empty_answer_is_never_printed_as_an_answer(home: Path, stream:
     assert "empty" in out.stderr
 
 
+def test_simulate_restart_protocol_one_restart_then_the_next_attempt_from_its_start(
+    home: Path,
+) -> None:
+    out = run(
+        ["simulate", "-f", "primary=cut:3x1", "-a", "kb", "--stream", "--json", "--allow-restart"]
+    )
+    assert out.exit_code == 0
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    kinds = [e["type"] for e in events]
+    at = kinds.index("restart")
+    assert kinds == ["delta"] * 3 + ["restart"] + ["delta"] * (len(kinds) - 5) + ["result"]
+    assert events[at]["deployment"] == "primary" and events[at]["reason"]
+    # what a consumer shows after the restart is exactly the final answer
+    shown = "".join(e["text"] for e in events[at + 1 : -1])
+    assert shown == events[-1]["answer"] and events[-1]["status"] == "answered"
+    assert [a["decision"] for a in events[-1]["attempts"]] == ["retry", "answered"]
+
+
+def test_allow_restart_without_stream_json_is_a_usage_error(home: Path) -> None:
+    out = run(["simulate", "-a", "kb", "--stream", "--allow-restart"])
+    assert out.exit_code == 2
+    assert "--allow-restart needs --stream and --json" in out.stderr
+
+
 def test_simulate_works_with_real_keys_set_and_never_shows_them(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -717,6 +717,70 @@ def test_a_stream_that_fails_before_any_text_is_retried_like_any_failure():
     assert h.calls("primary") == 2
 
 
+# -- restarts for consumers that can take text back --------------------------------------------
+
+
+def test_with_restarts_a_broken_stream_is_retried_and_the_restart_said_before_new_text():
+    events: list[str] = []
+    broken = Stream(("Open ", "Sett"), then=failure(ErrorKind.NETWORK, detail="reset"))
+    h = Harness({"primary": [broken, Stream(("Open Settings.",))], "fallback": []})
+    result = h.ask(
+        on_text=lambda t: events.append(f"delta {t}"),
+        on_restart=lambda d, why: events.append(f"restart {d}: {why}"),
+    )
+    assert events == [
+        "delta Open ",
+        "delta Sett",
+        "restart primary: reset",
+        "delta Open Settings.",
+    ]
+    assert (result.status, result.answer, result.incomplete) == (
+        Status.ANSWERED,
+        "Open Settings.",
+        False,
+    )
+    assert decisions(result) == [("primary", "retry"), ("primary", "answered")]
+    assert "the next attempt restarts it" in result.attempts[0].detail
+
+
+def test_with_restarts_a_stream_cut_short_fails_over_and_restarts_on_the_fallback():
+    events: list[str] = []
+
+    class CutStream(ScriptedProvider):
+        def complete(self, request, *, timeout, on_text=None, **_):  # type: ignore[no-untyped-def]
+            self.requests.append(request)
+            assert on_text is not None
+            on_text("To reset ")
+            return cut("To reset ")
+
+    h = Harness({"primary": [], "fallback": [Stream(("Whole.",))]})
+    h.factory.by_name["primary"] = CutStream("primary", [])
+    result = h.ask(on_text=events.append, on_restart=lambda d, why: events.append(f"<{d}>"))
+    assert events == ["To reset ", "<primary>", "Whole."]
+    assert result.answer == "Whole." and result.deployment == "fallback"
+
+
+def test_with_restarts_and_nothing_after_the_break_the_shown_text_is_the_incomplete_answer():
+    restarts: list[str] = []
+    broken = Stream(("Open ",), then=failure(ErrorKind.NETWORK, detail="reset"))
+    h = Harness(
+        {"primary": [broken, failure(ErrorKind.AUTH)], "fallback": [failure(ErrorKind.AUTH)]}
+    )
+    result = h.ask(on_text=lambda _: None, on_restart=lambda d, why: restarts.append(d))
+    assert restarts == [], "no other text came to replace it"
+    assert result.status is Status.FAILED and result.incomplete
+    assert (result.answer, result.deployment) == ("Open ", "primary")
+    assert result.error is not None and result.error.kind is FailureKind.INCOMPLETE
+
+
+def test_without_restarts_a_broken_stream_still_stops_the_question():
+    broken = Stream(("Open ",), then=failure(ErrorKind.NETWORK))
+    h = Harness({"primary": [broken, Stream(("never",))], "fallback": []})
+    result = h.ask(on_text=lambda _: None)
+    assert decisions(result) == [("primary", "stopped")]
+    assert h.calls("primary") == 1
+
+
 # -- usage and cost --------------------------------------------------------------------------
 
 
