@@ -9,7 +9,6 @@ The providers are one server on 127.0.0.1: OpenAI (primary) answers 429, Anthrop
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -22,6 +21,7 @@ import pytest
 
 from tests.cli_runner import write_loopback_workdir
 from tests.loopback import Exchange, LoopbackServer
+from tests.test_cli_process import support_ask_env
 
 END = 30  # no run here should come near this: a hang fails the test instead of the suite
 
@@ -56,19 +56,7 @@ def workdir(tmp_path: Path, providers: Providers, *, budget: int) -> Path:
 
 
 def environment(workdir: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith("_API_KEY") and not k.startswith("SUPPORT_ASK_") and k != "NO_COLOR"
-    }
-    env.update(
-        OPENAI_API_KEY="test-openai-key",
-        ANTHROPIC_API_KEY="test-anthropic-key",
-        XDG_CONFIG_HOME=str(workdir / "xdg"),
-        XDG_STATE_HOME=str(workdir / "xdg"),
-        XDG_CACHE_HOME=str(workdir / "xdg"),
-    )
-    return env
+    return {**support_ask_env(workdir), "XDG_CACHE_HOME": str(workdir / "xdg")}
 
 
 def start(workdir: Path, *args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
