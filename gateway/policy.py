@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from gateway.backoff import Budget, backoff_delay
 from gateway.config import Config, Deployment, Policy
-from gateway.errors import cools_down, default_decision
 from gateway.model import (
     CooldownBasis,
     Decision,
@@ -64,6 +63,8 @@ def _cooldown_for(failure: Failure, policy: Policy) -> float | None:
     out for a week). A billing or quota failure with no reset named is not over in a
     minute: it cools for quota_cooldown, so every invocation does not hit it again.
     """
+    from gateway.errors import cools_down  # the classifier's table, off an answer's path
+
     if not cools_down(failure.kind):
         return None
     if failure.retry_after is not None and failure.retry_after > 0:
@@ -257,6 +258,8 @@ def judge(
     if (wrote or (partial and reply is None)) and not restartable:
         # A retry would repeat what the customer already read, a fallback would splice two
         # answers: report the break and keep what was written.
+        from gateway.errors import cools_down
+
         cooldown = policy.cooldown if cools_down(result.kind) else None
         return Stopped(result, partial, cooldown, reply)
     step = next_step(
@@ -297,6 +300,8 @@ def not_an_answer(reply: Reply) -> Failure | None:
 
 
 def _answer_failure(kind: ErrorKind, detail: str) -> Failure:
+    from gateway.errors import default_decision
+
     return Failure(kind, default_decision(kind), detail, status=200)
 
 

@@ -187,19 +187,51 @@ def test_the_common_path_imports_only_what_it_needs(workdir: Path, providers: Pr
     done = support_ask(workdir, "How do I reset?", "-a", "kb", python_flags=("-X", "importtime"))
     assert done.returncode == 0
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
-    # Typer is skipped for a plain question (cli.fastpath); rich is needed only for a
-    # table; the tokenizer only when a window is at stake; other adapters never.
-    # Redis only when the state is a redis:// URL.
-    unwanted = (
-        "typer",
-        "rich",
-        "tiktoken",
-        "pydantic",
-        "gateway.providers.gemini",
-        "redis",
-        "gateway.state.redis",
+    assert not {m for m in imported if m.startswith(_NOT_FOR_AN_ANSWER)}
+
+
+# What an answered question never needs. Typer is skipped for a plain question
+# (cli.fastpath); rich is needed only for a table; the tokenizer only when a window is at
+# stake; other adapters never; Redis only when the state is a redis:// URL; sqlite3 only
+# for a help centre kept in an index; html.parser only for an HTML article; the
+# classifier (gateway.errors) only when something failed.
+_NOT_FOR_AN_ANSWER = (
+    "typer",
+    "rich",
+    "tiktoken",
+    "pydantic",
+    "gateway.providers.gemini",
+    "redis",
+    "gateway.state.redis",
+    "sqlite3",
+    "html.parser",
+    "gateway.errors",
+)
+
+
+def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """No config and no keys: the bundled default's LLM deployments are skipped and the
+    local one answers from the help centre, importing neither httpx nor the classifier."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "reset.md").write_text("# Reset your password\n\n" + ANSWER + "\n")
+    env = support_ask_env(tmp_path)
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        del env[name]
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    question = ["How do I reset my password?", "-a", "kb"]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cli", *question],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
-    assert not {m for m in imported if m.startswith(unwanted)}
+    assert done.returncode == 0, done.stderr
+    assert ANSWER in done.stdout
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert not {m for m in imported if m.startswith((*_NOT_FOR_AN_ANSWER, "httpx"))}
 
 
 def test_shell_completion_completes_command_names(tmp_path: Path) -> None:
