@@ -64,9 +64,16 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     from cli.root import build_app
 
     app = build_app()
+    from cli.signals import exit_code_after
+
     if "--json" in _options(args) and _routes_to_ask(args):
-        raise SystemExit(_ask_with_json_usage_errors(app, args, prog_name))
-    app(args=args, prog_name=prog_name)
+        raise SystemExit(exit_code_after(_ask_with_json_usage_errors(app, args, prog_name)))
+    try:
+        app(args=args, prog_name=prog_name)
+    except SystemExit as done:
+        if isinstance(done.code, int):
+            raise SystemExit(exit_code_after(done.code)) from None
+        raise
     raise SystemExit(0)  # Typer exits itself in standalone mode; this is for the type checker
 
 
@@ -82,6 +89,7 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
     """`ask --json` whose command line Typer rejects (`--budget soon`, an unknown flag)
     still prints its one JSON object: Typer says what is wrong on stderr as usual, and
     stdout carries the failure in the result's shape, so `| jq .answer` reads null."""
+    import typer
     import typer.main
     from typer import _click
 
@@ -102,8 +110,8 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
             fix = f"see `{prog_name} ask --help`"
             write_failure_json(Failure(ExitCode.USAGE, exc.format_message(), fix))
         return exc.exit_code
-    except _click.exceptions.Abort:
-        return 130  # ExitCode.INTERRUPTED: Ctrl-C while Typer parsed
+    except typer.Abort:
+        return 130  # ExitCode.INTERRUPTED: end of input or Ctrl-C while Typer parsed
     return code if isinstance(code, int) else 0
 
 

@@ -242,7 +242,7 @@ def _ask(
     if started is None:
         started = time.monotonic()
     try:
-        result = _run_engine(opts, diag, config, question, redactor, display, sink)
+        ran = _run_engine(opts, diag, config, question, redactor, display, sink)
     except KeyboardInterrupt as stop:
         # Ctrl-C, SIGTERM, SIGHUP: what was tried so far is still a question asked. Say
         # it on stdout (--json) and in the log, then let the guard name the signal.
@@ -250,18 +250,17 @@ def _ask(
 
         failure = failure_of(stop)
         message = failure.message if failure is not None else "interrupted"
-        result = _interrupted(display.attempts, message, time.monotonic() - started, sink)
+        stopped = _interrupted(display.attempts, message, time.monotonic() - started, sink)
         try:
             if sink is not None:
                 sink.end_line()
             if opts.json:
-                _write_stdout(opts, result, sink)
+                _write_stdout(opts, stopped, sink)
                 out.result_written = True
         finally:
-            _log_question(opts, config, result, redactor.scrub(question), diag)
+            _log_question(opts, config, stopped, redactor.scrub(question), diag)
         raise
-    ended = result.result
-    store = result.store
+    ended, store = ran.result, ran.store
     if sink is not None:
         sink.end_line()  # before anything else is said on the terminal
     display.print_final()

@@ -148,8 +148,8 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
     except ConfigError as exc:
         if not as_json:
             raise
-        listed = [p.as_json() for p in exc.problems]
-        _write_json({"config": exc.file, "valid": False, "problems": listed})
+        every = [p.as_json() for p in exc.problems]
+        _write_json({"config": exc.file, "valid": False, "problems": every})
         for found in exc.problems:
             diag.error(str(found))
         return ExitCode.CONFIG

@@ -92,7 +92,12 @@ def failure_json(failure: Failure, *, elapsed_s: float | None = None) -> dict[st
 
 
 def write_failure_json(failure: Failure, *, json_lines: bool = False) -> None:
-    obj = failure_json(failure)
+    import time
+
+    from cli.started import process_start
+
+    started = process_start()
+    obj = failure_json(failure, elapsed_s=None if started is None else time.monotonic() - started)
     if json_lines:
         obj = {"type": "result", **obj}
     try:

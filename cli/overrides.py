@@ -47,8 +47,11 @@ def apply(
 
 
 def _limited(policy: Policy, budget: float | None, timeout: float | None) -> Policy:
-    changes = {k: v for k, v in (("budget", budget), ("timeout", timeout)) if v is not None}
-    return replace(policy, **changes)
+    return replace(
+        policy,
+        budget=policy.budget if budget is None else budget,
+        timeout=policy.timeout if timeout is None else timeout,
+    )
 
 
 def only(config: Config, names: Sequence[str]) -> Config:

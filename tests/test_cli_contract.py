@@ -171,3 +171,24 @@ def test_json_on_a_command_line_typer_rejects_still_prints_one_object(tmp_path: 
     result = json.loads(proc.stdout)
     assert (result["schema_version"], result["status"], result["answer"]) == (1, "fatal", None)
     assert result["error"]["kind"] == "usage" and "soon" in result["error"]["message"]
+
+
+def test_a_signal_that_reaches_typer_still_exits_with_its_own_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Typer turns any KeyboardInterrupt it catches (one raised while it parses the
+    command line) into 130; a SIGTERM there must still exit 143."""
+    from cli import signals
+
+    monkeypatch.setattr(signals, "_received", [])
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signals.stop_on_signals()
+        with pytest.raises(signals.Stopped):
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(1)  # the handler runs before this returns
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert signals.exit_code_after(130) == 143
+    assert signals.exit_code_after(0) == 0
