@@ -83,9 +83,9 @@ def resolve_log_path(flag: Path | None, environ: Mapping[str, str], settings: Lo
         return Path(from_env).expanduser()
     if settings.path is not None:
         return settings.path.expanduser()
-    import platformdirs  # only when nothing named a path: it is the slow branch
+    from gateway.config.find import user_dir
 
-    return Path(platformdirs.user_log_dir("support-ask")) / LOG_NAME
+    return user_dir("log") / LOG_NAME
 
 
 def rotated_path(path: Path) -> Path:

@@ -212,7 +212,8 @@ _NOT_FOR_AN_ANSWER = (
 def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
     """No config and no keys: the bundled default's LLM deployments are skipped and the
     local one answers from the help centre, importing neither httpx nor the classifier,
-    nor `secrets` (with it hmac, random and OpenSSL's hashlib) for the question's id."""
+    nor `secrets` (with it hmac, random and OpenSSL's hashlib) for the question's id, nor
+    platformdirs for the user dirs its XDG variables name."""
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "reset.md").write_text("# Reset your password\n\n" + ANSWER + "\n")
@@ -232,7 +233,11 @@ def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert ANSWER in done.stdout
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
-    assert not {m for m in imported if m.startswith((*_NOT_FOR_AN_ANSWER, "httpx", "secrets"))}
+    assert not {
+        m
+        for m in imported
+        if m.startswith((*_NOT_FOR_AN_ANSWER, "httpx", "secrets", "platformdirs"))
+    }
 
 
 def test_shell_completion_completes_command_names(tmp_path: Path) -> None:

@@ -1623,6 +1623,50 @@ def test_the_cache_dir_is_platformdirs_user_cache_dir(
     assert config_cache._cache_dir() == expected
 
 
+_USER_DIR_OF = {  # what support-ask asked platformdirs for each dir before user_dir
+    "config": lambda pd: pd.user_config_dir("support-ask", appauthor=False),
+    "state": lambda pd: pd.user_state_dir("support-ask", appauthor=False),
+    "cache": lambda pd: pd.user_cache_dir("support-ask", appauthor=False),
+    "log": lambda pd: pd.user_log_dir("support-ask"),
+}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG is the Linux rule")
+@pytest.mark.parametrize("kind", sorted(_USER_DIR_OF))
+@pytest.mark.parametrize(
+    ("xdg", "home"),
+    [
+        (None, "abs"),
+        ("", "abs"),
+        ("/somewhere/xdg", "abs"),
+        ("/somewhere/xdg/", "abs"),
+        ("relative/xdg", "abs"),
+        ("  ", "abs"),
+        (None, "relative"),
+        ("/somewhere/xdg", None),
+    ],
+)
+def test_user_dirs_are_where_platformdirs_puts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, xdg: str | None, home: str | None
+) -> None:
+    """The dirs worked out without importing platformdirs are the ones it names, for the
+    plain cases it is spared and the odd ones it is still asked."""
+    import platformdirs
+
+    from gateway.config.find import user_dir
+
+    variable = {"config": "XDG_CONFIG_HOME", "cache": "XDG_CACHE_HOME"}.get(kind, "XDG_STATE_HOME")
+    for name, value in (
+        (variable, xdg),
+        ("HOME", {"abs": str(tmp_path), "relative": "h"}.get(home or "")),
+    ):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert user_dir(kind) == Path(_USER_DIR_OF[kind](platformdirs))
+
+
 SEVERAL_KEYS = GOOD.replace(
     "    api_key_env: OPENAI_API_KEY\n",
     "    api_key_env: [OPENAI_KEY_A, OPENAI_KEY_B]\n    key_strategy: round_robin\n",

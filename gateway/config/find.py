@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from gateway.config.model import ConfigError
 
@@ -16,6 +18,13 @@ if TYPE_CHECKING:
 CONFIG_ENV = "SUPPORT_ASK_CONFIG"
 STATE_ENV = "SUPPORT_ASK_STATE"
 APP_NAME = "support-ask"  # the folder's name in each platformdirs user dir
+# Linux: each user dir's XDG variable and its default when the variable is unset.
+_XDG = {
+    "config": ("XDG_CONFIG_HOME", "~/.config"),
+    "state": ("XDG_STATE_HOME", "~/.local/state"),
+    "cache": ("XDG_CACHE_HOME", "~/.cache"),
+}
+UserDir = Literal["config", "state", "cache", "log"]
 
 
 def find_config(flag: Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -52,9 +61,36 @@ def find_config(flag: Path | None, environ: Mapping[str, str], cwd: Path) -> Pat
 
 def user_config_file() -> Path:
     """The config in the platformdirs user config dir: the last place searched."""
+    return user_dir("config") / "config.yaml"
+
+
+def user_dir(kind: UserDir) -> Path:
+    """support-ask's platformdirs user dir of that kind (log: the state dir's `log`).
+
+    On Linux the plain cases, an absolute XDG variable or none with an absolute $HOME, are
+    answered here as platformdirs answers them: every run that names no config, state or
+    log path needs these dirs, and importing platformdirs (tempfile, shutil, lzma) costs
+    ~24 M instructions, a twentieth of an offline answer. Anything else (a relative
+    variable, no usable $HOME, another system) is platformdirs' to answer.
+    """
+    if sys.platform.startswith("linux"):
+        variable, default = _XDG["state" if kind == "log" else kind]
+        base = os.environ.get(variable, "")
+        if not os.path.isabs(base):
+            plain = not base and os.path.isabs(os.environ.get("HOME", ""))
+            base = os.path.expanduser(default) if plain else ""
+        if base:
+            found = Path(base, APP_NAME)
+            return found / "log" if kind == "log" else found
     import platformdirs
 
-    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.yaml"
+    if kind == "config":
+        return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+    if kind == "state":
+        return Path(platformdirs.user_state_dir(APP_NAME, appauthor=False))
+    if kind == "cache":
+        return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    return Path(platformdirs.user_log_dir(APP_NAME))
 
 
 def resolve_state(flag: str | None, environ: Mapping[str, str], config: Config) -> Path | RedisURL:
@@ -78,6 +114,4 @@ def local_state_path(config: Config) -> Path:
     where cooldowns go while Redis is down."""
     if config.state_path is not None:
         return config.state_path
-    import platformdirs
-
-    return Path(platformdirs.user_state_dir(APP_NAME, appauthor=False)) / "cooldowns.json"
+    return user_dir("state") / "cooldowns.json"
