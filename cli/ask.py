@@ -226,16 +226,16 @@ def _ask(
 ) -> int:
     from cli.render import AttemptsDisplay
 
-    stdout_tty = is_tty(sys.stdout)
-    # A live table and streamed text on the same terminal would tear each other apart.
-    live = diag.animate and not (opts.stream and stdout_tty)
+    # An answer streamed onto the same terminal would tear a live table apart: there the
+    # table is live while the engine waits, and cleared as the answer's text starts.
+    until_text = opts.stream and is_tty(sys.stdout)
     show_final = not diag.quiet and (diag.is_tty or opts.show_attempts)
-    display = AttemptsDisplay(diag, live=live, show_final=show_final)
+    display = AttemptsDisplay(diag, live=diag.animate, show_final=show_final, until_text=until_text)
     sink = None
     if opts.stream:
         from cli.output import StreamSink
 
-        sink = StreamSink(json_lines=opts.json)
+        sink = StreamSink(json_lines=opts.json, before_first=display.text_starts)
     from cli.started import process_start
 
     started = process_start()

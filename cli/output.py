@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from gateway.model import Result
@@ -66,15 +66,25 @@ class StreamSink:
     With `json_lines`, each delta is a `{"type": "delta", "text": ...}` line instead.
     """
 
-    def __init__(self, *, json_lines: bool, out: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        json_lines: bool,
+        out: TextIO | None = None,
+        before_first: Callable[[], None] | None = None,
+    ) -> None:
         self._json_lines = json_lines
         self._out = out
+        self._before_first = before_first  # e.g. clear a live table off the same terminal
         self.wrote = False
         self._last = ""
 
     def __call__(self, text: str) -> None:
         if not text:
             return
+        if self._before_first is not None:
+            before, self._before_first = self._before_first, None
+            before()
         out = self._out or _stdout()
         if self._json_lines:
             out.write(json.dumps({"type": "delta", "text": text}, ensure_ascii=False) + "\n")

@@ -115,8 +115,9 @@ class LiveAttempts:
     """A live table on a terminal: a row per attempt, a countdown during waits, a spinner
     while a call is in flight. Leaves the final table on screen when stopped."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, transient: bool = False) -> None:
         self._console = console
+        self._transient = transient  # erased when stopped (the caller prints it again)
         self.attempts: list[Attempt] = []
         self._countdown_until: float | None = None
         self._started = time.monotonic()
@@ -131,7 +132,7 @@ class LiveAttempts:
             self._render(),
             console=self._console,
             refresh_per_second=10,
-            transient=False,
+            transient=self._transient,
             redirect_stdout=False,  # the answer goes to stdout untouched, never through rich
             redirect_stderr=False,
             get_renderable=self._render,
@@ -202,20 +203,34 @@ class LiveAttempts:
 
 class AttemptsDisplay:
     """Where attempts go while the engine works: a live table on a terminal, or a list to
-    print at the end (non-terminal with --show-attempts), or nowhere (-q)."""
+    print at the end (non-terminal with --show-attempts), or nowhere (-q).
 
-    def __init__(self, diag: Diag, *, live: bool, show_final: bool) -> None:
+    `until_text` is for an answer streamed onto the same terminal: the live table runs
+    while the engine waits, is erased the moment the answer's text starts (`text_starts`;
+    the two would tear each other apart), and the final table is printed after it.
+    """
+
+    def __init__(
+        self, diag: Diag, *, live: bool, show_final: bool, until_text: bool = False
+    ) -> None:
         self.diag = diag
         self.attempts: list[Attempt] = []
         self._live: LiveAttempts | None = None
         self._want_live = live
         self._show_final = show_final
+        self._until_text = until_text
 
     def __enter__(self) -> AttemptsDisplay:
         if self._want_live:
-            self._live = LiveAttempts(self.diag.console())
+            self._live = LiveAttempts(self.diag.console(), transient=self._until_text)
             self._live.__enter__()
         return self
+
+    def text_starts(self) -> None:
+        """The answer's first text is about to reach the terminal: clear the table off it."""
+        if self._live is not None and self._until_text:
+            self._live.__exit__(None, None, None)
+            self._live = None
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
@@ -235,7 +250,8 @@ class AttemptsDisplay:
 
     def print_final(self, title: str | None = None) -> None:
         """The static table, when no live one was shown but one is wanted."""
-        if self._show_final and not self._want_live and self.attempts:
+        static = not self._want_live or self._until_text  # a transient live one is gone
+        if self._show_final and static and self.attempts:
             print_attempts(self.diag.console(), self.attempts, title=title)
 
 

@@ -145,17 +145,23 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
     faulted = ", ".join(opts.fail) or "no faults"
     diag.notice(f"simulating {opts.requests} request(s) ({faulted}; {mode})")
 
-    # Virtual time runs in an instant: a live table only makes sense in real time, and
-    # not while answers stream onto the same terminal.
-    live = opts.real_time and diag.animate and not (opts.stream and is_tty(sys.stdout))
+    # Virtual time runs in an instant: a live table only makes sense in real time; with
+    # answers streamed onto the same terminal it is cleared as the text starts.
+    live = opts.real_time and diag.animate
+    until_text = opts.stream and is_tty(sys.stdout)
     code = ExitCode.ANSWERED
     summary: list[str] = []
     for number in range(1, opts.requests + 1):
-        sink = StreamSink(json_lines=opts.json) if opts.stream else None
         title = f"request {number}/{opts.requests}"
         if live:
             diag.notice(title)
-        with AttemptsDisplay(diag, live=live, show_final=not diag.quiet) as display:
+        display = AttemptsDisplay(diag, live=live, show_final=not diag.quiet, until_text=until_text)
+        sink = (
+            StreamSink(json_lines=opts.json, before_first=display.text_starts)
+            if opts.stream
+            else None
+        )
+        with display:
             engine = wiring.build_engine(
                 sim,
                 store=store,

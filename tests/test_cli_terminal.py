@@ -512,3 +512,42 @@ def test_stats_and_eval_to_a_reader_that_is_gone_exit_141_quietly(
     assert proc.returncode == 141, stderr
     for noise in ("Traceback", "BrokenPipeError", "Exception ignored", "internal error"):
         assert noise not in stderr
+
+
+def test_streaming_onto_the_same_terminal_the_table_is_live_through_the_waits(
+    tmp_path: Path, providers: Providers
+) -> None:
+    # Issue 12 item 9: with --stream and stdout on the terminal too, the table is live
+    # while the engine waits, is cleared the moment the answer's text starts, and the
+    # final table follows the answer.
+    providers.rate_limited = 2
+    providers.resume.set()
+    write_config(tmp_path, providers.server.url, retries=2)
+    terminal = Terminal()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "How do I reset my password?", "-a", "kb", "--stream"],
+        cwd=tmp_path,
+        env=environment(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=terminal.slave,
+        stderr=terminal.slave,
+    )
+    terminal.start()
+    try:
+        assert proc.wait(timeout=END) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    drawn = terminal.drawn()
+    assert "Traceback" not in drawn
+
+    text_at = drawn.index("Open Settings, ")
+    before, after = drawn[:text_at], plain(drawn[text_at:])
+    # Live while waiting: the countdown of each 429's wait was drawn before any text.
+    counting = [f for f in frames(before) if "retrying primary in" in f]
+    assert {len(rows(f)) for f in counting} == {1, 2}, frames(before)
+    # The table was erased off the line the answer starts on, and the answer is whole.
+    answer_line = after.splitlines()[0]
+    assert answer_line == ANSWER and "│" not in answer_line
+    # The final table comes after the answer, every attempt in it.
+    assert summary(after) == RETRIED_THEN_ANSWERED
