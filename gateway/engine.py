@@ -10,6 +10,7 @@ loop in `_Question.run` is the one place that acts on it.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -17,8 +18,10 @@ from gateway import credentials
 from gateway.backoff import Budget
 from gateway.config import Config, Deployment
 from gateway.credentials import Key, Keys
+from gateway.held import HeldDeployments
 from gateway.model import (
     Attempt,
+    Cooldown,
     DeploymentError,
     ErrorKind,
     Failure,
@@ -84,6 +87,7 @@ class _Seams:
     keys_for: Callable[[Deployment], Keys]
     current_keys: Callable[[], Mapping[str, Secret | None]]
     provider_for: Callable[[Deployment, Secret | None], Provider]
+    held: HeldDeployments
 
 
 class Engine:
@@ -109,20 +113,26 @@ class Engine:
         self._environ = environ
         self._count_tokens = count_tokens
         self._on_attempt = on_attempt
-        # One adapter per deployment and key for the engine's life: a kept-alive connection
-        # is most of what a second question to the same provider saves.
-        self._adapters: dict[tuple[str, Secret | None], Provider] = {}
+        # One adapter per deployment, key and thread for the engine's life: a kept-alive
+        # connection is most of what a second question to the same provider saves, and an
+        # adapter holds one connection, so questions asked at once on several threads
+        # (`support-ask batch`) each get their own.
+        self._adapters: dict[tuple[str, Secret | None, int], Provider] = {}
+        self._adapters_lock = threading.Lock()
+        self._held = HeldDeployments()
 
     def provider_for(self, deployment: Deployment, key: Secret | None) -> Provider:
-        adapter = self._adapters.get((deployment.name, key))
-        if adapter is None:
-            adapter = self._providers(deployment, key)
-            self._adapters[(deployment.name, key)] = adapter
+        slot = (deployment.name, key, threading.get_ident())
+        with self._adapters_lock:
+            adapter = self._adapters.get(slot)
+            if adapter is None:
+                adapter = self._adapters[slot] = self._providers(deployment, key)
         return adapter
 
     def close(self) -> None:
         """Close every adapter built so far (their connection pools)."""
-        adapters, self._adapters = list(self._adapters.values()), {}
+        with self._adapters_lock:
+            adapters, self._adapters = list(self._adapters.values()), {}
         for adapter in adapters:
             close = getattr(adapter, "close", None)
             if callable(close):
@@ -161,6 +171,7 @@ class Engine:
             keys_for=self.keys_for,
             current_keys=lambda: credentials.current(self.config, self._environ),
             provider_for=self.provider_for,
+            held=self._held,
         )
         # Every wait and call of this question is measured from its start.
         start = self._clock.monotonic() if started is None else started
@@ -275,6 +286,14 @@ class _Question:
                 )
                 turn = None
                 continue
+            # Another question of this engine may have cooled it (or its key) since this
+            # one looked: not called again, whatever this question knew.
+            held = self._held_back(turn)
+            if held is not None:
+                self._record_skip(d, held.last_error)
+                self.verdicts[d.name] = held
+                turn = None
+                continue
             ending, elapsed, wrote = self._attempt(turn)
             if not isinstance(ending, Failed):
                 return self._finish(turn, ending, elapsed)
@@ -341,6 +360,24 @@ class _Question:
         budget = Budget(self.clock.monotonic(), d.policy.budget)
         return _Turn(d, key, spare, provider, budget, probe=d.name in self.probes)
 
+    def _held_back(self, turn: _Turn) -> _Verdict | None:
+        """Why `turn` must not call now, going by the cooldowns this process took since the
+        question started (None: it may). A held key gives way to the next one at once."""
+        held = self.seams.held
+        d, now = turn.deployment, self.clock.wall()
+        cooldown = held.holding(d.name, None, now)
+        while cooldown is None and turn.key is not None:
+            cooldown = held.holding(turn.key.record, turn.key.secret, now)
+            if cooldown is None or not turn.spare:
+                break
+            self._next_key(turn)
+            cooldown = None
+        if cooldown is None:
+            return None
+        left = cooldown.until - now
+        why = f"cooling down for {left:.0f} s after {cooldown.kind}"
+        return _Verdict(f"{why} (cooled by another question meanwhile)", transient=True)
+
     def _next_key(self, turn: _Turn) -> None:
         """Go on with the deployment's next key: a fresh adapter, a fresh count of retries."""
         turn.key = turn.spare.pop(0)
@@ -351,7 +388,13 @@ class _Question:
         """`d`'s usable keys that are not cooling down, in this question's order."""
         usable = self.seams.keys_for(d).usable
         ordered = credentials.in_turn(usable, d, self.seen.cursors.get(d.name, 0))
-        return [k for k in ordered if k.record not in self.seen.cooling]
+        now = self.clock.wall()
+        return [
+            k
+            for k in ordered
+            if k.record not in self.seen.cooling
+            and self.seams.held.holding(k.record, k.secret, now) is None
+        ]
 
     def _claim_probe(self, d: Deployment) -> _Verdict | None:
         """When `d`'s cooldown has ended, one call in the whole fleet probes it, under a
@@ -544,9 +587,13 @@ class _Question:
             )
         )
         # A success clears what it proves wrong; with nothing recorded, nothing is written.
+        # One another question of this engine took since this one read the store is
+        # cleared too: this process knows it is there.
         for name in (d.name, None if turn.key is None else turn.key.record):
-            if name is not None and name in self.seen.present:
-                self.seams.store.clear(name)
+            if name is not None:
+                held = self.seams.held.release(name)
+                if held or name in self.seen.present:
+                    self.seams.store.clear(name)
 
     def _cool(
         self, turn: _Turn, failure: Failure, cooldown: float | None, *, key: Key | None = None
@@ -557,8 +604,13 @@ class _Question:
             return
         d = turn.deployment
         now = self.clock.wall()
+        name = d.name if key is None else key.record
+        credential = None if key is None else key.secret
+        # Every other question of this engine sees it before its next call.
+        until = now + min(cooldown, d.policy.max_cooldown)
+        self.seams.held.hold(Cooldown(name, d.name, until, failure.kind, now), credential)
         self.seams.store.cool(
-            d.name if key is None else key.record,
+            name,
             until=now + cooldown,
             kind=failure.kind,
             now=now,
@@ -567,7 +619,7 @@ class _Question:
             code=failure.code,
             basis=cooldown_basis(failure, d.policy),
             deployment=d.name,
-            credential=None if key is None else key.secret,
+            credential=credential,
             cap=d.policy.max_cooldown,
         )
 
