@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +30,9 @@ from gateway.model import (
 
 if TYPE_CHECKING:
     from cli.render import AttemptsDisplay
+    from gateway.attemptlog import AttemptLog
     from gateway.config import Config
+    from gateway.model import Article
     from gateway.redactor import Redactor
     from gateway.seams import StateStore
 
@@ -171,8 +173,6 @@ def check_restart(allow_restart: bool, *, stream: bool, json_lines: bool) -> Non
 
 
 def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _Stdout) -> int:
-    from cli import wiring
-
     check_restart(opts.allow_restart, stream=opts.stream, json_lines=opts.json)
     raw = read_question(opts.words)
     if raw is None:
@@ -198,14 +198,22 @@ def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _
             fix='ask something: support-ask "How do I reset my password?"',
         )
 
+    with session(opts, diag) as (config, redactor):
+        return _ask(opts, diag, config, question, redactor, out)
+
+
+@contextmanager
+def session(opts: AskOptions, diag: Diag) -> Iterator[tuple[Config, Redactor]]:
+    """What every question of a run is asked under (`ask`'s one, `batch`'s many): the
+    config with the command line's overrides, its keys checked, the run's one redactor on
+    stdout, stderr and the logs."""
+    from cli import overrides, wiring
     from cli.scrubbed import protect
     from gateway.config.keys import check_keys
     from gateway.redactor import redactor_for
 
     environ = opts.environ
     config = wiring.load_settings(opts.config, environ=environ, notice=diag.notice)
-    from cli import overrides
-
     config = overrides.apply(
         config, deployments=opts.deployments, budget=opts.budget, timeout=opts.timeout
     )
@@ -213,7 +221,7 @@ def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _
     redactor = redactor_for(config, environ)  # the run's one redactor, for every output
     protect(redactor)
     with _logging(opts, redactor):
-        return _ask(opts, diag, config, question, redactor, out)
+        yield config, redactor
 
 
 def _ask(
@@ -266,11 +274,7 @@ def _ask(
     display.print_final()
 
     code = exit_code_for(ended)
-    retry_after = None
-    if code is ExitCode.TEMPFAIL:
-        from cli.common import seconds_until_callable
-
-        retry_after = seconds_until_callable(store, config, opts.environ, time.time())
+    retry_after = retry_after_for(ended, store, config, opts.environ)
     try:
         _write_stdout(opts, ended, sink, retry_after)
         out.result_written = True
@@ -319,12 +323,7 @@ def _run_engine(
     from cli import wiring
 
     environ = opts.environ
-    if not opts.articles:
-        diag.warn(
-            "no --articles given: every answer will say the question is not covered "
-            "(pass --articles FOLDER)"
-        )
-    articles = wiring.read_articles(opts.articles, warn=diag.warn)
+    articles = read_articles(opts, diag)
     request = wiring.build_request(config, question, articles, product=opts.product)
     store = wiring.open_store(
         wiring.state_location(opts.state, environ=environ, config=config),
@@ -360,6 +359,18 @@ def _run_engine(
     return _Ran(result, store)
 
 
+def read_articles(opts: AskOptions, diag: Diag) -> tuple[Article, ...]:
+    """The help centre every question of the run is answered from (none: a warning)."""
+    from cli import wiring
+
+    if not opts.articles:
+        diag.warn(
+            "no --articles given: every answer will say the question is not covered "
+            "(pass --articles FOLDER)"
+        )
+    return wiring.read_articles(opts.articles, warn=diag.warn)
+
+
 def _write_stdout(
     opts: AskOptions, result: Result, sink: object, retry_after: float | None = None
 ) -> None:
@@ -369,13 +380,28 @@ def _write_stdout(
     if isinstance(sink, StreamSink):
         sink.end_line()
     if opts.json:
-        # Exit 75 says when to come back: a script can sleep that long, not guess.
-        extra = None
-        if exit_code_for(result) is ExitCode.TEMPFAIL:
-            extra = {"retry_after_s": None if retry_after is None else round(retry_after, 1)}
-        write_json(result, json_lines=opts.stream, error_extra=extra)
+        write_json(result, json_lines=opts.stream, error_extra=error_extra(result, retry_after))
     elif not streamed and result.answer is not None:
         write_text(result.answer)
+
+
+def retry_after_for(
+    result: Result, store: StateStore, config: Config, environ: Mapping[str, str]
+) -> float | None:
+    """For a question that earned exit 75: the seconds until a deployment can be called."""
+    if exit_code_for(result) is not ExitCode.TEMPFAIL:
+        return None
+    from cli.common import seconds_until_callable
+
+    return seconds_until_callable(store, config, environ, time.time())
+
+
+def error_extra(result: Result, retry_after: float | None) -> dict[str, object] | None:
+    """What `--json` adds to a failure's `error`: exit 75 says when to come back, so a
+    script can sleep that long, not guess."""
+    if exit_code_for(result) is not ExitCode.TEMPFAIL:
+        return None
+    return {"retry_after_s": None if retry_after is None else round(retry_after, 1)}
 
 
 def _logging(opts: AskOptions, redactor: Redactor) -> AbstractContextManager[None]:
@@ -388,19 +414,37 @@ def _log_question(
     opts: AskOptions, config: Config, result: Result, question: str, diag: Diag
 ) -> None:
     """Append to the attempt log, then warn if recent traffic leans on fallbacks."""
-    from gateway.attemptlog import first_of_route, open_log
+    log = open_attempt_log(opts, config, diag)
+    if log is None:
+        return
+    now = time.time()
+    log_question(log, config, result, question, now=now)
+    warn_fallback_rate(log, config, diag, now=now)
 
-    log = open_log(
+
+def open_attempt_log(opts: AskOptions, config: Config, diag: Diag) -> AttemptLog | None:
+    from gateway.attemptlog import open_log
+
+    return open_log(
         flag=opts.log,
         no_log=opts.no_log,
         environ=opts.environ,
         settings=config.log,
         warn=diag.warn,
     )
-    if log is None:
-        return
-    now = time.time()
+
+
+def log_question(
+    log: AttemptLog, config: Config, result: Result, question: str, *, now: float
+) -> None:
+    """One question's attempts in the log (`question` already scrubbed of keys)."""
+    from gateway.attemptlog import first_of_route
+
     log.record(result, now=now, first=first_of_route(config, result.routed), question=question)
+
+
+def warn_fallback_rate(log: AttemptLog, config: Config, diag: Diag, *, now: float) -> None:
+    """The config's `max_fallback_rate` crossed by recent traffic: say so on stderr."""
     if config.max_fallback_rate is not None:
         from gateway.stats import recent_fallback_warning
 

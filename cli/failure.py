@@ -26,12 +26,13 @@ KINDS: dict[ExitCode, str] = {
     ExitCode.USAGE: "usage",
     ExitCode.NOINPUT: "no_input",
     ExitCode.CONFIG: "config",
+    ExitCode.DATAERR: "bad_input",  # a line of `batch`'s input that cannot be asked
     ExitCode.HANGUP: "interrupted",
     ExitCode.INTERRUPTED: "interrupted",
     ExitCode.TERMINATED: "interrupted",
 }
 # Retrying the same command cannot help these: the JSON says "fatal", as for a bad request.
-_FATAL = frozenset({ExitCode.USAGE, ExitCode.NOINPUT, ExitCode.CONFIG})
+_FATAL = frozenset({ExitCode.USAGE, ExitCode.NOINPUT, ExitCode.CONFIG, ExitCode.DATAERR})
 
 
 @dataclass(frozen=True)

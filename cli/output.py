@@ -25,6 +25,17 @@ def write_text(text: str, out: TextIO | None = None) -> None:
     out.flush()
 
 
+def json_object(
+    result: Result, error_extra: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """The object `--json` prints for a question (`batch` writes it after the id)."""
+    obj = result.as_json()
+    error = obj.get("error")
+    if error_extra and isinstance(error, dict):
+        error.update(error_extra)
+    return obj
+
+
 def write_json(
     result: Result,
     *,
@@ -34,10 +45,7 @@ def write_json(
 ) -> None:
     """The design's object; `error_extra` adds what the CLI knows about a failure (the
     seconds to wait before retrying)."""
-    obj = result.as_json()
-    error = obj.get("error")
-    if error_extra and isinstance(error, dict):
-        error.update(error_extra)
+    obj = json_object(result, error_extra)
     if json_lines:
         obj = {"type": "result", **obj}
     out = out or _stdout()

@@ -6,14 +6,12 @@ Imported only once `main` knows it needs Typer (anything but `--version`).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli import routing
+from cli import options, routing
 from cli.app import PROG, guarded, markup_mode, version
-from cli.common import CONFIG_HELP, STATE_HELP
 from cli.group import AskByDefault
 
 
@@ -76,9 +74,6 @@ def build_app() -> typer.Typer:
     return app
 
 
-ARTICLES_HELP = "An article file or a folder of them (read recursively); repeatable."
-
-
 def _register_ask(app: typer.Typer) -> None:
 
     @app.command("ask")
@@ -93,24 +88,10 @@ def _register_ask(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        articles: Annotated[
-            list[Path] | None,
-            typer.Option(
-                "--articles", "-a", help=ARTICLES_HELP, metavar="PATH", show_default=False
-            ),
-        ] = None,
-        config: Annotated[
-            Path | None,
-            typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE"),
-        ] = None,
-        state: Annotated[
-            str | None,
-            typer.Option("--state", help=STATE_HELP, metavar="FILE|URL"),
-        ] = None,
-        product: Annotated[
-            str | None,
-            typer.Option("--product", help="The product name the prompt uses.", metavar="NAME"),
-        ] = None,
+        articles: options.Articles = None,
+        config: options.Config = None,
+        state: options.State = None,
+        product: options.Product = None,
         json_out: Annotated[
             bool, typer.Option("--json", help="Print one JSON object (answer, attempts).")
         ] = False,
@@ -138,63 +119,13 @@ def _register_ask(app: typer.Typer) -> None:
                 help="Print the attempts table even when stderr is not a terminal.",
             ),
         ] = False,
-        verbose: Annotated[
-            int,
-            typer.Option(
-                "--verbose",
-                "-v",
-                count=True,
-                help="Log each attempt (-vv: debug).",
-                show_default=False,
-            ),
-        ] = 0,
-        debug: Annotated[
-            bool,
-            typer.Option(
-                "--debug",
-                help="Debug and HTTP logs (keys redacted); tracebacks for internal errors.",
-            ),
-        ] = False,
-        log: Annotated[
-            Path | None,
-            typer.Option(
-                "--log",
-                metavar="FILE",
-                help="The attempt log file (else $SUPPORT_ASK_LOG, the "
-                "config's log.path, the user log dir).",
-            ),
-        ] = None,
-        no_log: Annotated[
-            bool, typer.Option("--no-log", help="Do not append to the attempt log.")
-        ] = False,
-        deployment: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--deployment",
-                "-d",
-                metavar="NAME",
-                help="Use only this deployment; repeatable (tried in the config's order).",
-                show_default=False,
-            ),
-        ] = None,
-        budget: Annotated[
-            float | None,
-            typer.Option(
-                "--budget",
-                metavar="SECONDS",
-                help="Seconds for the whole question (else policy.budget).",
-                show_default=False,
-            ),
-        ] = None,
-        timeout: Annotated[
-            float | None,
-            typer.Option(
-                "--timeout",
-                metavar="SECONDS",
-                help="Seconds for one attempt (else policy.timeout).",
-                show_default=False,
-            ),
-        ] = None,
+        verbose: options.Verbose = 0,
+        debug: options.Debug = False,
+        log: options.Log = None,
+        no_log: options.NoLog = False,
+        deployment: options.Deployments = None,
+        budget: options.Budget = None,
+        timeout: options.Timeout = None,
         show_version: VersionOpt = False,
     ) -> None:
         """Ask a question (the default command)."""

@@ -18,6 +18,7 @@ LAZY_COMMANDS = {
     "config": "cli.config_cmd",
     "stats": "cli.stats_cmd",
     "eval": "cli.eval_cmd",
+    "batch": "cli.batch_cmd",
 }
 
 # Options the group itself takes; any other leading option belongs to `ask`.

@@ -153,7 +153,8 @@ def _long_options(command: list[str]) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "command", [["ask"], ["simulate"], ["cooldowns"], ["config", "check"], ["stats"], ["eval"]]
+    "command",
+    [["ask"], ["simulate"], ["cooldowns"], ["config", "check"], ["stats"], ["eval"], ["batch"]],
 )
 def test_every_flag_of_every_command_is_in_the_readme(command: list[str]) -> None:
     missing = {
