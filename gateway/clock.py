@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 
 
@@ -20,6 +19,8 @@ class SystemClock:
             time.sleep(seconds)
 
     def random(self) -> float:
+        import random  # drawn only for a backoff's jitter, which an answer never needs
+
         return random.random()
 
 

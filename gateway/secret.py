@@ -3,7 +3,6 @@ leak by accident (`Secret`: its repr, str and format never show it)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 
 
@@ -19,6 +18,8 @@ class Secret:
 
     def fingerprint(self, salt: bytes) -> str:
         """A short salted digest: tells whether a key changed without storing the key."""
+        import hashlib  # OpenSSL's, ~12 M instructions: only a cooldown's key is digested
+
         return hashlib.sha256(salt + self._value.encode()).hexdigest()[:16]
 
     def __repr__(self) -> str:

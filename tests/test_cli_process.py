@@ -209,11 +209,17 @@ _NOT_FOR_AN_ANSWER = (
 )
 
 
+# ... nor, offline, what only a provider over HTTP or a failure needs.
+_NOR_OFFLINE = ("httpx", "secrets", "platformdirs", "hashlib", "random", "yaml")
+
+
 def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
     """No config and no keys: the bundled default's LLM deployments are skipped and the
     local one answers from the help centre, importing neither httpx nor the classifier,
     nor `secrets` (with it hmac, random and OpenSSL's hashlib) for the question's id, nor
-    platformdirs for the user dirs its XDG variables name."""
+    platformdirs for the user dirs its XDG variables name, nor hashlib (only a cooldown's
+    key is digested) or random (only a backoff's jitter); and
+    once the bundled config is cached, not yaml."""
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "reset.md").write_text("# Reset your password\n\n" + ANSWER + "\n")
@@ -222,22 +228,19 @@ def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
         del env[name]
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     question = ["How do I reset my password?", "-a", "kb"]
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "cli", *question],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
+    for _ in ("the first run caches the bundled config", "the next one is measured"):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "cli", *question],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 0, done.stderr
     assert ANSWER in done.stdout
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
-    assert not {
-        m
-        for m in imported
-        if m.startswith((*_NOT_FOR_AN_ANSWER, "httpx", "secrets", "platformdirs"))
-    }
+    assert not {m for m in imported if m.startswith((*_NOT_FOR_AN_ANSWER, *_NOR_OFFLINE))}
 
 
 def test_shell_completion_completes_command_names(tmp_path: Path) -> None:
