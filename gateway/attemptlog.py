@@ -48,10 +48,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 from gateway.config import Config, LogSettings
@@ -107,9 +107,18 @@ def new_question_id() -> str:
 
 
 def format_time(epoch: float) -> str:
-    """UTC, millisecond precision, `Z` suffix: sortable and readable in a terminal."""
-    moment = datetime.fromtimestamp(epoch, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """UTC, millisecond precision, `Z` suffix: sortable and readable in a terminal.
+
+    What `datetime.fromtimestamp(epoch, UTC)` gives, its rounding to the microsecond (half
+    to even) included, without importing datetime: ~4 M instructions, 1% of an offline
+    answer, for one timestamp."""
+    fraction, whole = math.modf(epoch)
+    micro = round(fraction * 1_000_000.0)
+    if micro >= 1_000_000:
+        micro, whole = micro - 1_000_000, whole + 1.0
+    elif micro < 0:
+        micro, whole = micro + 1_000_000, whole - 1.0
+    return time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(whole)) + f"{micro // 1000:03d}Z"
 
 
 def _cooled(attempt: Attempt) -> bool:

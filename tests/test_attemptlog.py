@@ -251,3 +251,37 @@ def test_first_of_route() -> None:
     config = Config(product="Acme", deployments=(primary,), long_context=long)
     assert attemptlog.first_of_route(config, Route.NORMAL) == "primary"
     assert attemptlog.first_of_route(config, Route.LONG_CONTEXT) == "long"
+
+
+@pytest.mark.parametrize(
+    "epoch",
+    [
+        0.0,
+        1_700_000_000.0,
+        1_700_000_000.0005,  # a millisecond's edge
+        1_700_000_000.9994999,
+        1_700_000_000.9999995,  # rounds up to the next second, as datetime does
+        1_700_000_000.9999994,
+        0.0000005,  # half a microsecond: to even, down
+        0.0000015,  # half a microsecond: to even, up
+        4_102_444_800.999999,  # 2100
+    ],
+)
+def test_a_timestamp_reads_as_datetime_writes_it(epoch: float) -> None:
+    from datetime import UTC, datetime
+
+    moment = datetime.fromtimestamp(epoch, tz=UTC)
+    expected = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    assert attemptlog.format_time(epoch) == expected
+
+
+def test_many_timestamps_read_as_datetime_writes_them() -> None:
+    import random
+    from datetime import UTC, datetime
+
+    draw = random.Random(20261201)
+    for _ in range(20_000):
+        epoch = draw.uniform(0, 4e9)
+        moment = datetime.fromtimestamp(epoch, tz=UTC)
+        expected = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+        assert attemptlog.format_time(epoch) == expected, epoch

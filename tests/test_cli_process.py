@@ -210,7 +210,7 @@ _NOT_FOR_AN_ANSWER = (
 
 
 # ... nor, offline, what only a provider over HTTP or a failure needs.
-_NOR_OFFLINE = ("httpx", "secrets", "platformdirs", "hashlib", "random", "yaml")
+_NOR_OFFLINE = ("httpx", "secrets", "platformdirs", "hashlib", "random", "datetime", "yaml")
 
 
 def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
@@ -218,7 +218,7 @@ def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
     local one answers from the help centre, importing neither httpx nor the classifier,
     nor `secrets` (with it hmac, random and OpenSSL's hashlib) for the question's id, nor
     platformdirs for the user dirs its XDG variables name, nor hashlib (only a cooldown's
-    key is digested) or random (only a backoff's jitter); and
+    key is digested), random (only a backoff's jitter) or datetime (one log timestamp); and
     once the bundled config is cached, not yaml."""
     kb = tmp_path / "kb"
     kb.mkdir()
