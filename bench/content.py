@@ -117,7 +117,7 @@ def _size_name(size: int) -> str:
 def run(ctx: Context) -> list[Row]:
     import tiktoken
 
-    from gateway.articles import load_articles
+    from gateway.knowledge.load import load_articles
     from gateway.tokens import ENCODING, count_tokens
     from prompts import load_prompt, render
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from cli.render import AttemptsDisplay
     from gateway.attemptlog import AttemptLog
     from gateway.config import Config
+    from gateway.knowledge.index import Index
     from gateway.model import Article
     from gateway.redactor import Redactor
     from gateway.seams import StateStore
@@ -58,6 +59,7 @@ class AskOptions:
     deployments: tuple[str, ...] = ()
     budget: float | None = None
     timeout: float | None = None
+    max_article_tokens: str | None = None
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -322,9 +324,39 @@ def _run_engine(
 ) -> _Ran:
     from cli import wiring
 
+    warn_if_no_articles(opts, diag)
+    budget, whole = article_budget(opts.max_article_tokens, config)
+    from cli.indexing import IndexProgress
+
+    with IndexProgress(diag, silent=diag.quiet) as progress:
+        index = wiring.open_help_centre(
+            opts.articles, config, whole=whole, warn=diag.warn, progress=progress
+        )
+    try:
+        return _call(opts, diag, config, question, redactor, display, sink, index, budget)
+    finally:
+        if index is not None:
+            index.close()
+
+
+def _call(
+    opts: AskOptions,
+    diag: Diag,
+    config: Config,
+    question: str,
+    redactor: Redactor,
+    display: AttemptsDisplay,
+    sink: TextSink | None,
+    index: Index | None,
+    budget: int | None,
+) -> _Ran:
+    """Ask the engine, with the help centre open: a deployment with a smaller window is
+    sent fewer passages, chosen from it then."""
+    from cli import wiring
+
     environ = opts.environ
-    articles = read_articles(opts, diag)
-    request = wiring.build_request(config, question, articles, product=opts.product)
+    prompts = wiring.prompting(config, question, index, budget=budget, product=opts.product)
+    request = prompts.request()
     store = wiring.open_store(
         wiring.state_location(opts.state, environ=environ, config=config),
         warn=diag.warn,
@@ -353,22 +385,57 @@ def _run_engine(
             from cli.started import process_start
 
             restart = sink.restart if isinstance(sink, StreamSink) and opts.allow_restart else None
-            result = engine.ask(request, on_text=sink, started=process_start(), on_restart=restart)
+            result = engine.ask(
+                request,
+                on_text=sink,
+                started=process_start(),
+                on_restart=restart,
+                compact=prompts,
+            )
         finally:
             engine.close()
     return _Ran(result, store)
+
+
+def warn_if_no_articles(opts: AskOptions, diag: Diag) -> None:
+    if not opts.articles:
+        diag.warn(
+            "no --articles given: every answer will say the question is not covered "
+            "(pass --articles FOLDER)"
+        )
 
 
 def read_articles(opts: AskOptions, diag: Diag) -> tuple[Article, ...]:
     """The help centre every question of the run is answered from (none: a warning)."""
     from cli import wiring
 
-    if not opts.articles:
-        diag.warn(
-            "no --articles given: every answer will say the question is not covered "
-            "(pass --articles FOLDER)"
-        )
+    warn_if_no_articles(opts, diag)
     return wiring.read_articles(opts.articles, warn=diag.warn)
+
+
+ALL = "all"
+
+
+def article_budget(flag: str | None, config: Config) -> tuple[int | None, bool]:
+    """The passages' budget in tokens (None: no limit) and whether every article is sent
+    whole (`all`), from --max-article-tokens, else the config's articles.max_tokens."""
+    if flag is None:
+        budget = config.articles.max_tokens
+        return budget, budget is None
+    value = flag.strip().lower()
+    if value == ALL:
+        return None, True
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise CliError(
+            f"--max-article-tokens takes a whole number of tokens or `all`, not {flag!r}",
+            ExitCode.USAGE,
+            fix="e.g. --max-article-tokens 6000, or --max-article-tokens all",
+        )
+    return number, False
 
 
 def _write_stdout(

@@ -48,6 +48,7 @@ ASK_OPTIONS: Mapping[str, tuple[tuple[str, ...], Kind, type]] = {
     "deployments": (("--deployment", "-d"), Kind.MULTI, str),
     "budget": (("--budget",), Kind.VALUE, float),
     "timeout": (("--timeout",), Kind.VALUE, float),
+    "max_article_tokens": (("--max-article-tokens",), Kind.VALUE, str),
 }
 
 _BY_FLAG = {flag: field for field, (flags, _, _) in ASK_OPTIONS.items() for flag in flags}

@@ -68,3 +68,13 @@ Timeout = Annotated[
         show_default=False,
     ),
 ]
+MaxArticleTokens = Annotated[
+    str | None,
+    typer.Option(
+        "--max-article-tokens",
+        metavar="N|all",
+        help="The passages sent per question, in tokens (else the config's "
+        "articles.max_tokens); `all` sends every article whole.",
+        show_default=False,
+    ),
+]

@@ -126,6 +126,7 @@ def _register_ask(app: typer.Typer) -> None:
         deployment: options.Deployments = None,
         budget: options.Budget = None,
         timeout: options.Timeout = None,
+        max_article_tokens: options.MaxArticleTokens = None,
         show_version: VersionOpt = False,
     ) -> None:
         """Ask a question (the default command)."""
@@ -151,6 +152,7 @@ def _register_ask(app: typer.Typer) -> None:
             deployments=tuple(deployment or ()),
             budget=budget,
             timeout=timeout,
+            max_article_tokens=max_article_tokens,
         )
 
         def show_help() -> None:

@@ -19,6 +19,7 @@ LAZY_COMMANDS = {
     "stats": "cli.stats_cmd",
     "eval": "cli.eval_cmd",
     "batch": "cli.batch_cmd",
+    "index": "cli.index_cmd",
 }
 
 # Options the group itself takes; any other leading option belongs to `ask`.

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
     from gateway.config import Config, Deployment
     from gateway.engine import Engine
+    from gateway.knowledge.index import Index
+    from gateway.knowledge.prompting import Prompting
+    from gateway.knowledge.store import Progress
     from gateway.redactor import Redactor
     from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secret import Secret
@@ -127,6 +130,75 @@ def read_articles(paths: Sequence[Path], *, warn: Warn) -> tuple[Article, ...]:
     that silently shrank would be worse than stopping."""
     if not paths:
         return ()
+    check_exist(paths)
+    from gateway.knowledge.files import Limits, SetTooLarge
+    from gateway.knowledge.load import ArticlesError, load_articles
+
+    try:
+        articles, warnings = load_articles(paths, Limits())
+    except SetTooLarge as exc:
+        raise CliError(exc.message, ExitCode.NOINPUT) from None
+    except ArticlesError as exc:
+        for warning in exc.warnings:
+            warn(warning)
+        raise CliError(exc.message, ExitCode.NOINPUT, fix=ARTICLES_FIX) from None
+    for warning in warnings:
+        warn(warning)
+    return tuple(articles)
+
+
+def cache_dir() -> Path:
+    """The user cache dir, where article indexes are kept."""
+    import platformdirs
+
+    from gateway.config import APP_NAME
+
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+ARTICLES_FIX = (
+    "point --articles at a folder or files holding .md, .txt or .html articles (UTF-8 text)"
+)
+
+
+def open_help_centre(
+    paths: Sequence[Path],
+    config: Config,
+    *,
+    whole: bool,
+    warn: Warn,
+    progress: Callable[[Progress], None] | None = None,
+    keep: bool | None = None,
+) -> Index | None:
+    """The help centre under `paths`, read now or through its kept index (None: no paths).
+    A path that does not exist, paths holding no readable article, or a set past the caps
+    are errors (66)."""
+    if not paths:
+        return None
+    check_exist(paths)
+    from gateway.knowledge.centre import open_centre
+    from gateway.knowledge.files import Limits, SetTooLarge
+    from gateway.knowledge.load import ArticlesError
+
+    settings = config.articles
+    limits = Limits(settings.max_article_bytes, settings.max_set_bytes, settings.max_set_files)
+    try:
+        return open_centre(
+            paths,
+            limits=limits,
+            cache_dir=cache_dir,
+            whole=whole,
+            warn=warn,
+            progress=progress,
+            keep=keep,
+        )
+    except SetTooLarge as exc:
+        raise CliError(exc.message, ExitCode.NOINPUT) from None
+    except ArticlesError as exc:
+        raise CliError(exc.message, ExitCode.NOINPUT, fix=ARTICLES_FIX) from None
+
+
+def check_exist(paths: Sequence[Path]) -> None:
     missing = [p for p in paths if not p.exists()]
     if missing:
         shown = ", ".join(str(p) for p in missing)
@@ -135,42 +207,66 @@ def read_articles(paths: Sequence[Path], *, warn: Warn) -> tuple[Article, ...]:
             ExitCode.NOINPUT,
             fix="pass --articles with an existing folder or .md/.txt/.html files",
         )
-    from gateway.articles import ArticlesError, load_articles
+
+
+def prompting(
+    config: Config,
+    question: str,
+    index: Index | None,
+    *,
+    budget: int | None,
+    product: str | None = None,
+) -> Prompting:
+    """The requests for `question`: `.request()` holds every article when they fit
+    `budget` tokens (None: no limit), else the passages that answer it best, up to the
+    budget; `.within(tokens)` less, for a smaller window (the engine's Compactor)."""
+    from gateway.knowledge.prompting import Prompting
+
+    return Prompting(
+        template=_template(config),
+        product=product_name(config, product),
+        question=question,
+        max_output_tokens=config.max_output_tokens,
+        index=index,
+        budget=budget,
+    )
+
+
+def request_for(
+    config: Config,
+    question: str,
+    index: Index | None,
+    *,
+    budget: int | None,
+    product: str | None = None,
+) -> Request:
+    """The first request for `question` (see `prompting`)."""
+    return prompting(config, question, index, budget=budget, product=product).request()
+
+
+def product_name(config: Config, product: str | None) -> str:
+    """--product, else the config's."""
+    return product if product is not None and product.strip() else config.product
+
+
+def _template(config: Config) -> str:
+    from prompts import PromptError, load_prompt
 
     try:
-        articles, warnings = load_articles(paths)
-    except ArticlesError as exc:
-        for warning in exc.warnings:
-            warn(warning)
-        raise CliError(
-            exc.message,
-            ExitCode.NOINPUT,
-            fix="point --articles at a folder or files holding .md, .txt or .html articles "
-            "(UTF-8 text)",
-        ) from None
-    for warning in warnings:
-        warn(warning)
-    return tuple(articles)
+        return load_prompt(config.prompt)
+    except PromptError as exc:
+        raise CliError(exc.message, ExitCode.CONFIG) from None
 
 
 def build_request(
     config: Config, question: str, articles: Sequence[Article], *, product: str | None = None
 ) -> Request:
-    """The rendered portable prompt (product from --product, else the config) + question."""
-    from prompts import PromptError, load_prompt, render
+    """The rendered portable prompt (product from --product, else the config) with every
+    article whole, and the question."""
+    from gateway.knowledge.select import everything
 
-    name = product if product is not None and product.strip() else config.product
-    try:
-        template = load_prompt(config.prompt)
-    except PromptError as exc:
-        raise CliError(exc.message, ExitCode.CONFIG) from None
-    return Request(
-        system=render(template, product=name, articles=articles),
-        question=question,
-        max_output_tokens=config.max_output_tokens,
-        articles=tuple(articles),
-        product=name,
-    )
+    whole = everything(tuple(articles))
+    return prompting(config, question, None, budget=None, product=product).build(whole)
 
 
 def build_engine(

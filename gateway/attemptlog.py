@@ -13,7 +13,7 @@ A line (schema `v` 1)::
      "decision": "fail_over", "wait_s": 0.0, "latency_s": 0.412, "cooled": true,
      "tokens_in": null, "tokens_out": null, "cost_usd": null,
      "served_by": "fallback", "first": "primary", "outcome": "answered",
-     "routed": "normal", "input_tokens": 1834}
+     "routed": "normal", "input_tokens": 1834, "passages": 9, "passage_tokens": 2210}
 
 - `time` is when the question finished (UTC); all of a question's lines share it.
 - `latency_s` is the attempt's own duration; `wait_s` the backoff taken after it.
@@ -26,6 +26,8 @@ A line (schema `v` 1)::
   when no reply came or the provider did not say); `cost_usd` its price when the
   deployment has one (`price`) and both counts are known.
 - `served_by` is null when no deployment answered; `outcome` is the question's status.
+- `passages` and `passage_tokens` say how much of the help centre the prompt held (the
+  passages, or whole articles, and their estimated tokens); never their text.
 - A question with no attempts at all still gets one line, with `of` 0 and null attempt
   fields, so it is counted.
 
@@ -154,6 +156,9 @@ def question_records(
         "outcome": str(result.status),
         "routed": str(result.routed),
         "input_tokens": result.input_tokens,
+        # How much of the help centre was sent: counts only, never a passage's text.
+        "passages": len(result.articles),
+        "passage_tokens": sum(s.tokens for s in result.articles),
     }
     stamp = format_time(now)
     attempts: Sequence[Attempt | None] = result.attempts or (None,)

@@ -52,7 +52,15 @@ from gateway.policy import (
     plan_route,
     window_shortfall,
 )
-from gateway.seams import Clock, Provider, ProviderFactory, RandomSource, Sleeper, StateStore
+from gateway.seams import (
+    Clock,
+    Compactor,
+    Provider,
+    ProviderFactory,
+    RandomSource,
+    Sleeper,
+    StateStore,
+)
 from gateway.secret import Secret
 from gateway.state.records import Snapshot
 
@@ -152,6 +160,7 @@ class Engine:
         exact_tokens: bool = False,
         started: float | None = None,
         on_restart: RestartSink | None = None,
+        compact: Compactor | None = None,
     ) -> Result:
         """Answer one question through the deployments; never raises for a provider's fault.
 
@@ -160,7 +169,9 @@ class Engine:
         spent from the same budget); by default, now. With `on_restart`, a stream that
         breaks after text is retried or failed over like any failure, and `on_restart` is
         told just before the next attempt's first text; without it, such a stream stops
-        the question (the text cannot be taken back)."""
+        the question (the text cannot be taken back). With `compact`, a deployment whose
+        window cannot hold the request, or that reports an overflow, is sent a smaller one
+        built to fit it, rather than passed over."""
         seams = _Seams(
             store=self._store,
             clock=self._clock,
@@ -176,7 +187,7 @@ class Engine:
         # Every wait and call of this question is measured from its start.
         start = self._clock.monotonic() if started is None else started
         budget = Budget(start, self.config.policy.budget)
-        question = _Question(self.config, request, seams, budget, on_text, exact_tokens)
+        question = _Question(self.config, request, seams, budget, on_text, exact_tokens, compact)
         question.on_restart = on_restart
         return question.run()
 
@@ -201,6 +212,7 @@ class _Turn:
 
 
 _PROBED_ELSEWHERE = "its cooldown ended; another invocation is sending the one probe"
+_SHRUNK = "sent again with fewer passages"
 
 
 def _joined(note: str, more: str) -> str:
@@ -218,9 +230,16 @@ class _Question:
         budget: Budget,
         on_text: TextSink | None,
         exact_tokens: bool,
+        compact: Compactor | None = None,
     ) -> None:
         self.config = config
         self.request = request
+        self.compact = compact
+        # Input limits (a window less the reply) -> the request built to fit, and its
+        # exact token count; None when nothing fits. Built once per limit.
+        self.fitted: dict[int, tuple[Request, int] | None] = {}
+        self.limits: dict[str, int] = {}  # deployment -> its limit after it overflowed
+        self.shrunk: dict[str, int] = {}  # deployment -> overflows it answered with less
         self.seams = seams
         self.clock = seams.clock
         self.budget = budget
@@ -253,8 +272,63 @@ class _Question:
         return bound, False
 
     def _request_for(self, d: Deployment) -> Request:
-        """What deployment `d` is asked. Today every deployment gets the same request."""
-        return self.request
+        """What deployment `d` is asked: the request, or one compacted to fit its window."""
+        fitted = self._fitted_for(d)
+        return self.request if fitted is None else fitted[0]
+
+    def _fitted_for(self, d: Deployment) -> tuple[Request, int] | None:
+        """The compacted request `d` is sent and its tokens; None: the request as it is."""
+        if d.provider.offline or self.compact is None:
+            return None  # the offline ranker needs no window: it gets everything
+        limit = self.limits.get(d.name)
+        if limit is None:
+            if window_shortfall(self.config, self.plan.input_tokens, d) is None:
+                return None
+            limit = d.context_window - self.config.max_output_tokens
+        return self._fit(limit)
+
+    def _fit(self, limit: int) -> tuple[Request, int] | None:
+        """A request whose input is at most `limit` tokens, counted exactly (the builder
+        only estimates: when it misses, it is asked again for proportionally less)."""
+        if limit in self.fitted:
+            return self.fitted[limit]
+        assert self.compact is not None
+        found: tuple[Request, int] | None = None
+        target = limit
+        for _ in range(4):
+            request = self.compact.within(target) if target > 0 else None
+            if request is None:
+                break
+            tokens = self.seams.count_tokens(request.system + "\n" + request.question)
+            if tokens <= limit:
+                found = (request, tokens)
+                break
+            target = int(target * limit / tokens * 0.9)
+        self.fitted[limit] = found
+        return found
+
+    def _shrink(self, d: Deployment) -> bool:
+        """After `d` reported that the input overflowed its window: send it less (two
+        thirds of what overflowed: its tokenizer counts more than ours), at most twice.
+        False when there is nothing smaller to send."""
+        if self.compact is None or d.provider.offline:
+            return False
+        self.shrunk[d.name] = self.shrunk.get(d.name, 0) + 1
+        if self.shrunk[d.name] > 2:
+            return False
+        fitted = self._fitted_for(d)
+        sent = self._exact_input() if fitted is None else fitted[1]
+        limit = sent * 2 // 3
+        smaller = self._fit(limit)
+        if smaller is None or smaller[1] >= sent:
+            return False
+        self.limits[d.name] = limit
+        return True
+
+    def _exact_input(self) -> int:
+        if self.tokens_exact:
+            return self.plan.input_tokens
+        return self.seams.count_tokens(self.request.system + "\n" + self.request.question)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -298,6 +372,13 @@ class _Question:
             if not isinstance(ending, Failed):
                 return self._finish(turn, ending, elapsed)
             step = ending.step
+            if ending.failure.kind is ErrorKind.CONTEXT_WINDOW and self._shrink(d):
+                # The same deployment again at once, with fewer passages: nothing is wrong
+                # with it, and a larger window elsewhere may cost more or not exist.
+                self._record_failure(
+                    turn, turn.calls, ending.failure, Outcome.RETRY, elapsed, 0.0, _SHRUNK
+                )
+                continue
             # A failure that is the key's (bad key, quota, its rate limit) cools that key,
             # and the deployment's next key is tried at once; any other cools the deployment.
             keys_fault = (
@@ -468,8 +549,10 @@ class _Question:
 
     def _barrier(self, d: Deployment) -> _Verdict | None:
         """Why `d` cannot be called now (None: it can). Records nothing."""
+        # The offline ranker has no window to overflow; another deployment's is too small
+        # only when not even a compacted request fits it.
         shortfall = window_shortfall(self.config, self.plan.input_tokens, d)
-        if shortfall is not None:
+        if shortfall is not None and not d.provider.offline and self._fitted_for(d) is None:
             return _Verdict(shortfall, too_small=True)
         keys = self.seams.keys_for(d)
         if keys.problem is not None:
@@ -666,6 +749,8 @@ class _Question:
     ) -> Result:
         """The question's result; `reply` is the one whose text is `answer`, if any."""
         model = None if reply is None else reply.model
+        fitted = None if d is None else self._fitted_for(d)
+        sent = self.request if fitted is None else fitted[0]
         return Result(
             status=status,
             answer=answer,
@@ -673,8 +758,8 @@ class _Question:
             provider=None if d is None else str(d.provider),
             model=model or (None if d is None else d.model),
             routed=self.plan.route,
-            input_tokens=self.plan.input_tokens,
-            input_tokens_exact=self.tokens_exact,
+            input_tokens=self.plan.input_tokens if fitted is None else fitted[1],
+            input_tokens_exact=self.tokens_exact or fitted is not None,
             elapsed_s=self.clock.monotonic() - self.budget.start,
             attempts=tuple(self.attempts),
             error=error,
@@ -682,6 +767,7 @@ class _Question:
             finish_reason=None if reply is None else reply.finish_reason,
             refusal=refusal,
             usage=Usage() if reply is None else Usage.of(reply),
+            articles=sent.sources,
         )
 
     def _failed(self) -> Result:

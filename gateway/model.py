@@ -146,11 +146,44 @@ class Article:
 
 
 @dataclass(frozen=True)
+class Source:
+    """One passage sent to the models (or a whole article, when every article fits).
+
+    `score` is the ranker's (None when every article is sent whole, unranked); `coverage`
+    is the share of the question's weight the passage holds, 0..1 (None likewise).
+    `article` and `number` place it: its article's place in the set, its place in that
+    article (`number` is None for a whole article). `tokens` is an estimate
+    (`gateway.tokens.estimate`).
+    """
+
+    path: str
+    title: str
+    heading: str
+    text: str
+    tokens: int
+    article: int
+    number: int | None
+    score: float | None = None
+    coverage: float | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "title": self.title,
+            "heading": self.heading or None,
+            "tokens": self.tokens,
+            "score": None if self.score is None else round(self.score, 3),
+        }
+
+
+@dataclass(frozen=True)
 class Request:
     """What every deployment is asked: the rendered system prompt and the question.
 
     `articles` and `product` travel along for the offline `local` deployment, which ranks
-    the articles itself and names the product in its "not covered" reply.
+    the articles itself and names the product in its "not covered" reply. `sources` are
+    the passages the prompt holds; when they were chosen by rank (best first), `ranked` is
+    True and the offline deployment answers from the first, without ranking again.
     """
 
     system: str
@@ -158,6 +191,8 @@ class Request:
     max_output_tokens: int
     articles: tuple[Article, ...] = ()
     product: str = ""
+    sources: tuple[Source, ...] = ()
+    ranked: bool = False
 
 
 @dataclass(frozen=True)
@@ -301,6 +336,9 @@ class Result:
     # False when the count is the cheap upper bound (UTF-8 bytes) that already fit every
     # window, so the tokenizer was never loaded.
     input_tokens_exact: bool = True
+    # The passages (or whole articles) the answering deployment was sent, in the prompt's
+    # order; for a failed question, those of the last request built.
+    articles: tuple[Source, ...] = ()
 
     @property
     def served_attempts(self) -> int:
@@ -324,6 +362,7 @@ class Result:
             "usage": self.usage.as_json(),
             "cost_usd": _dollars(self.cost_usd),
             "attempts": [a.as_json() for a in self.attempts],
+            "articles": [s.as_json() for s in self.articles],
         }
         if self.error is not None:
             out["error"] = self.error.as_json()

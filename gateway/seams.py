@@ -35,6 +35,21 @@ class Provider(Protocol):
     ) -> Reply: ...
 
 
+class Compactor(Protocol):
+    """Builds a smaller request for the same question: less of the help centre.
+
+    The engine asks for one when a deployment's window cannot hold the request, or the
+    deployment reported that its window overflowed; it counts the tokens of what it gets
+    (the builder's own count is an estimate) and asks again for less if need be.
+    """
+
+    def within(self, tokens: int) -> Request | None:
+        """The question with as much of the help centre as fits an input (system prompt
+        and question) of about `tokens` tokens; None when the prompt and the question
+        alone do not fit."""
+        ...
+
+
 class ProviderFactory(Protocol):
     """Builds the adapter for a deployment; called only when the engine is about to call it."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gateway.model import Article
+    from gateway.model import Article, Source
 
 WORD_LIMIT = 120
 """The most words an answer may have, as the prompt states it."""
@@ -88,14 +88,21 @@ def _load_bundled() -> str:
         ) from None
 
 
-def render(template: str, *, product: str, articles: Sequence[Article]) -> str:
-    """The template with `{{product}}` and `{{articles}}` filled in.
+def render(
+    template: str,
+    *,
+    product: str,
+    articles: Sequence[Article],
+    passages: Sequence[Source] | None = None,
+) -> str:
+    """The template with `{{product}}` and `{{articles}}` filled in: the articles whole, or
+    (`passages` given) the passages chosen from them.
 
     One pass over the template only: the inserted product name and article text are never
     scanned again, so braces, `{{product}}`, `$1` or backslashes inside them stay as written.
     """
-    values = {"product": product, "articles": format_articles(articles)}
-    return _fill(template, values)
+    shown = format_articles(articles) if passages is None else format_passages(passages)
+    return _fill(template, {"product": product, "articles": shown})
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
@@ -113,6 +120,24 @@ def format_articles(articles: Sequence[Article]) -> str:
         f"Article {number}: {article.title}\nSource: {article.path}\n\n{article.text.strip()}"
         for number, article in enumerate(articles, start=1)
     ]
+    return "\n\n".join(blocks)
+
+
+def format_passages(passages: Sequence[Source]) -> str:
+    """Passages as the prompt shows them: grouped by article as given, each article
+    numbered with its title and source, each passage under its heading."""
+    if not passages:
+        return "(No articles were provided.)"
+    blocks: list[str] = []
+    current: tuple[int, str] | None = None
+    number = 0
+    for passage in passages:
+        if (passage.article, passage.path) != current:
+            current = (passage.article, passage.path)
+            number += 1
+            blocks.append(f"Article {number}: {passage.title}\nSource: {passage.path}")
+        text = passage.text.strip()
+        blocks.append(f"## {passage.heading}\n\n{text}" if passage.heading else text)
     return "\n\n".join(blocks)
 
 

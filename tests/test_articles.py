@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.articles import ArticlesError, load_articles
+from gateway.knowledge.load import ArticlesError, load_articles
 from gateway.model import Article
 
 
@@ -86,7 +86,7 @@ def test_a_markdown_help_centre_never_loads_the_html_parser(tmp_path: Path) -> N
     write(tmp_path, "kb/a.md", "# A\n\nText.")
     write(tmp_path, "web/b.html", "<h1>B</h1><p>Text.</p>")
     probe = (
-        "import sys; from pathlib import Path; from gateway.articles import load_articles\n"
+        "import sys; from pathlib import Path; from gateway.knowledge.load import load_articles\n"
         "load_articles([Path(sys.argv[1])]); print('html.parser' in sys.modules)\n"
         "load_articles([Path(sys.argv[2])]); print('html.parser' in sys.modules)\n"
     )

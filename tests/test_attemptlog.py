@@ -285,3 +285,22 @@ def test_many_timestamps_read_as_datetime_writes_them() -> None:
         moment = datetime.fromtimestamp(epoch, tz=UTC)
         expected = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
         assert attemptlog.format_time(epoch) == expected, epoch
+
+
+def test_the_passages_sent_are_counted_never_their_text(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from gateway.model import Source
+
+    secret = "The vault code is 4242 and lives on passage three."
+    sent = (
+        Source("kb/a.md", "A", "Vault", secret, 12, 0, 2, score=3.5, coverage=0.8),
+        Source("kb/b.md", "B", "", "Other text.", 3, 1, 0, score=1.0, coverage=0.6),
+    )
+    path = tmp_path / "attempts.jsonl"
+    AttemptLog(path, include_text=True).record(
+        replace(fallback_result(), articles=sent), now=NOW, first="primary"
+    )
+    lines = read_lines(path)
+    assert [(line["passages"], line["passage_tokens"]) for line in lines] == [(2, 15)] * 3
+    assert "4242" not in path.read_text() and "Vault" not in path.read_text()

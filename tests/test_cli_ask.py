@@ -155,6 +155,7 @@ class FakeEngine:
         exact_tokens: bool = False,
         started: float | None = None,
         on_restart: Any = None,
+        compact: Any = None,
     ) -> Result:
         self.requests.append(request)
         self.kwargs["exact_tokens"] = exact_tokens

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.articles import load_articles
 from gateway.config import Deployment
-from gateway.model import Article, ProviderKind, Request
-from gateway.providers.local import MIN_COVERAGE, LocalProvider, rank
+from gateway.knowledge.load import load_articles
+from gateway.model import Article, ProviderKind, Request, Source
+from gateway.providers.local import MIN_COVERAGE, LocalProvider, best_passage
 from prompts import WORD_LIMIT, count_words, is_not_covered, not_covered, rule_breaks
 
 KB = Path(__file__).resolve().parent.parent / "examples" / "kb"
@@ -38,6 +38,11 @@ def ask(question: str, articles: Sequence[Article], product: str = PRODUCT) -> s
         product=product,
     )
     return provider().complete(request, timeout=5.0).text
+
+
+def rank(question: str, articles: Sequence[Article]) -> Source | None:
+    """The passage the offline deployment answers from, as the one ranker chose it."""
+    return best_passage(Request("", question, 400, tuple(articles), PRODUCT))
 
 
 def md(title: str, body: str, path: str = "") -> Article:

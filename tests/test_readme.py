@@ -118,8 +118,9 @@ def test_the_readme_config_reference_names_every_key_and_its_default() -> None:
     section = README.split("## Configuration", 1)[1].split("### Environment", 1)[0]
     documented = set(re.findall(r"^\| `([\w.\[\]]+)` \|", section, flags=re.M))
     expected = (
-        {k for k in cfg._TOP_KEYS if k not in {"policy", "state", "log", "deployments"}}
+        {k for k in cfg._TOP_KEYS if k not in {"policy", "state", "log", "deployments", "articles"}}
         | {f"policy.{k}" for k in cfg._POLICY_KEYS}
+        | {f"articles.{k}" for k in cfg._ARTICLES_KEYS}
         | {f"state.{k}" for k in cfg._STATE_KEYS}
         | {f"log.{k}" for k in cfg._LOG_KEYS}
         | {"deployments[]"}
@@ -154,7 +155,16 @@ def _long_options(command: list[str]) -> set[str]:
 
 @pytest.mark.parametrize(
     "command",
-    [["ask"], ["simulate"], ["cooldowns"], ["config", "check"], ["stats"], ["eval"], ["batch"]],
+    [
+        ["ask"],
+        ["simulate"],
+        ["cooldowns"],
+        ["config", "check"],
+        ["stats"],
+        ["eval"],
+        ["batch"],
+        ["index"],
+    ],
 )
 def test_every_flag_of_every_command_is_in_the_readme(command: list[str]) -> None:
     missing = {

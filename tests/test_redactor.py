@@ -206,7 +206,7 @@ def test_an_error_quoting_a_key_after_the_command_body_ends_is_scrubbed_too(
     def broken(*a: object, **kw: object) -> None:
         raise RuntimeError(f"a bug that quotes {KEY}")
 
-    monkeypatch.setattr(wiring, "read_articles", broken)
+    monkeypatch.setattr(wiring, "open_help_centre", broken)
     out = run(["How do I reset?", *args])
     assert out.exit_code == 1
     assert "a bug that quotes ***" in out.stderr

@@ -1132,7 +1132,7 @@ def test_a_tagged_local_answer_keeps_to_the_prompts_rules() -> None:
         tagged = f"[primary] {answer(question)}"
         assert rule_breaks(tagged) == ()
     question = "How do I export my data?"
-    untagged = local.answer(question, KB, "Acme Cloud")
+    untagged = local.answer(Request("", question, 400, KB, "Acme Cloud"))
     assert len(untagged.split()) == WORD_LIMIT, "the offline answer alone fills the limit"
     assert len(f"[primary] {answer(question)}".split()) == WORD_LIMIT
 

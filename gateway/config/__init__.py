@@ -1,6 +1,7 @@
 """The YAML configuration, loaded into frozen dataclasses and validated with file:line errors.
 
-    model     the records (Config, Deployment, Policy, Price, LogSettings) and ConfigError
+    model     the records (Config, Deployment, Policy, Price, LogSettings,
+              ArticleSettings) and ConfigError
     find      which config file to use, and where the cooldown state lives
     load      a file or the bundled default -> Config, through the cache
     cache     validated configs kept in the user cache dir, keyed by file and code
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from gateway.config.model import (
     BUNDLED_SOURCE,
+    ArticleSettings,
     Config,
     ConfigError,
     Deployment,
@@ -44,6 +46,7 @@ __all__ = [
     "BUNDLED_SOURCE",
     "CONFIG_ENV",
     "STATE_ENV",
+    "ArticleSettings",
     "Config",
     "ConfigError",
     "Deployment",
@@ -81,6 +84,7 @@ _LAZY = {
     "_DEPLOYMENT_KEYS": "validate",
     "_STATE_KEYS": "validate",
     "_LOG_KEYS": "validate",
+    "_ARTICLES_KEYS": "validate",
 }
 
 if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name stays an error

@@ -29,6 +29,7 @@ from pathlib import Path, PurePath
 from gateway.config.find import user_dir
 from gateway.config.model import (
     BUNDLED_SOURCE,
+    ArticleSettings,
     Config,
     Deployment,
     KeyStrategy,
@@ -51,7 +52,8 @@ _SETTLE_FINE_S = 0.1
 _SETTLE_COARSE_S = 2.0
 _ENUMS: dict[str, type[Enum]] = {e.__name__: e for e in (ProviderKind, KeyStrategy)}
 _RECORDS: dict[str, type] = {
-    c.__name__: c for c in (Config, Deployment, Policy, Price, LogSettings, StateSettings)
+    c.__name__: c
+    for c in (Config, Deployment, Policy, Price, LogSettings, StateSettings, ArticleSettings)
 }
 
 

@@ -113,6 +113,16 @@ class LogSettings:
 
 
 @dataclass(frozen=True)
+class ArticleSettings:
+    """How much of the help centre goes into each prompt, and the caps on reading it."""
+
+    max_tokens: int | None = 6000  # passages per question, estimated tokens; None = all
+    max_article_bytes: int = 5_000_000  # a bigger file is skipped, with a warning
+    max_set_bytes: int = 1_000_000_000  # a bigger set is refused (exit 66)
+    max_set_files: int = 100_000  # likewise
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole configuration: what to try, in which order, how hard."""
 
@@ -127,6 +137,7 @@ class Config:
     source: str = BUNDLED_SOURCE  # where this config came from, for messages
     log: LogSettings = field(default_factory=LogSettings)
     max_fallback_rate: float | None = None
+    articles: ArticleSettings = field(default_factory=ArticleSettings)
 
     def all_deployments(self) -> tuple[Deployment, ...]:
         extra = () if self.long_context is None else (self.long_context,)

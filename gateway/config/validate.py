@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from gateway.config.model import (
     MAX_RETRIES,
+    ArticleSettings,
     Config,
     ConfigError,
     Deployment,
@@ -55,6 +56,7 @@ _TOP_KEYS = (
     "state",
     "log",
     "max_fallback_rate",
+    "articles",
 )
 _POLICY_KEYS = tuple(f.name for f in fields(Policy))
 # A zero here could never make a call (or hear a first token); zero waits are fine.
@@ -75,6 +77,7 @@ _DEPLOYMENT_KEYS = (
 _PRICE_KEYS = tuple(f.name for f in fields(Price))
 _STATE_KEYS = ("path", "url", "prefix", "connect_timeout", "timeout")
 _LOG_KEYS = tuple(f.name for f in fields(LogSettings))
+_ARTICLES_KEYS = tuple(f.name for f in fields(ArticleSettings))
 
 # Patterns, compiled (and cached by `re`) only when a file is validated: a cached config
 # needs none of them.
@@ -465,9 +468,14 @@ class _Reader:
                 None, lambda: self.fallback_rate(top["max_fallback_rate"][1])
             )
 
+        articles = ArticleSettings()
+        if "articles" in top and not self.is_null(top["articles"][1]):
+            articles = self.articles(top["articles"][1])
+
         if self.problems:
             raise ConfigError.several(self.problems)
         return Config(
+            articles=articles,
             product=product,
             deployments=deployments,
             long_context=long_context,
@@ -859,6 +867,28 @@ class _Reader:
                 )
             out.append((name, value))
         return tuple(out)
+
+    def articles(self, node: Node) -> ArticleSettings:
+        from yaml import ScalarNode
+
+        entries = self.mapping(node, "articles", _ARTICLES_KEYS, where=" in articles")
+        settings = ArticleSettings()
+        for key, (_, value) in entries.items():
+            key_path = f"articles.{key}"
+            if key == "max_tokens":
+                if isinstance(value, ScalarNode) and value.tag != _INT and value.value == "all":
+                    settings = replace(settings, max_tokens=None)
+                    continue
+                if not isinstance(value, ScalarNode) or value.tag != _INT:
+                    self.fail(
+                        value,
+                        key_path,
+                        f"expected a whole number of tokens or `all`, got {self.describe(value)}",
+                    )
+                settings = replace(settings, max_tokens=self.integer(value, key_path, minimum=1))
+            else:
+                settings = replace(settings, **{key: self.integer(value, key_path, minimum=1)})
+        return settings
 
     def log(self, node: Node) -> LogSettings:
         entries = self.mapping(node, "log", _LOG_KEYS, where=" in log")

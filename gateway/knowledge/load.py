@@ -1,4 +1,4 @@
-"""Reading help-centre articles from disk: folders recursively, files directly.
+"""Reading help-centre articles: one file to an Article, or every file under some paths.
 
 Markdown and plain text are kept as written (front matter aside); HTML is reduced to text.
 Every article gets a title. Files that cannot be used are skipped with a warning each, and
@@ -11,23 +11,18 @@ re-deriving the reason. Asking for no paths at all is not an error: it yields no
 
 from __future__ import annotations
 
-import errno
 import functools
 import os
 import re
-import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gateway.knowledge.files import HTML_SUFFIXES, Limits, discover
 from gateway.model import Article
 
 if TYPE_CHECKING:
     from html.parser import HTMLParser
-
-TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})  # read as markdown: plain text is too
-HTML_SUFFIXES = frozenset({".html", ".htm"})
-SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES
 
 
 class ArticlesError(Exception):
@@ -39,95 +34,49 @@ class ArticlesError(Exception):
         self.warnings = list(warnings)
 
 
-def load_articles(paths: Sequence[Path]) -> tuple[tuple[Article, ...], list[str]]:
-    """The articles under `paths`, in a stable order, and a warning per skipped file.
-
-    Each folder is read recursively, in order of relative path (hidden entries and files
-    of other types are ignored); a file named directly is read whatever its suffix. The
-    same file reached twice is read once. Raises `ArticlesError` when `paths` is not empty
-    but yields no readable article.
-    """
+def load_articles(
+    paths: Sequence[Path], limits: Limits | None = None
+) -> tuple[tuple[Article, ...], list[str]]:
+    """The articles under `paths`, in a stable order (`files.discover`), and a warning per
+    skipped file. Raises `ArticlesError` when `paths` is not empty but yields no readable
+    article, `files.SetTooLarge` past the caps."""
+    found, warnings = discover(paths, limits)
     articles: list[Article] = []
-    warnings: list[str] = []
-    seen: set[object] = set()
-    for root in paths:
-        if root.is_dir():
-            files = _walk(root, warnings)
-        elif root.exists():
-            files = iter([root])
+    for file in found:
+        article, problem = read(file.path)
+        if article is not None:
+            articles.append(article)
         else:
-            warnings.append(f"{root}: no such file or folder")
-            continue
-        for path in files:
-            # One stat names the file (device, inode) whatever path or symlink reached it,
-            # and says whether it is a regular file; resolving every path cost far more.
-            info = _stat(path)
-            key = (info.st_dev, info.st_ino) if info is not None else os.path.realpath(path)
-            if key in seen:
-                continue
-            seen.add(key)
-            article, problem = _read(path, info)
-            if article is not None:
-                articles.append(article)
-            else:
-                warnings.append(f"skipped {path}: {problem}")
+            warnings.append(f"skipped {file.path}: {problem}")
     if paths and not articles:
         where = ", ".join(str(p) for p in paths)
         raise ArticlesError(f"no readable article in {where}", warnings)
     return tuple(articles), warnings
 
 
-def _stat(path: Path) -> os.stat_result | None:
-    """`path`'s stat, or None where `Path.is_file` would say False (a dangling symlink, a
-    loop); other errors (permission) propagate as they always did."""
+def read(path: str) -> tuple[Article | None, str]:
+    """The article at `path`, or None and the reason it was skipped."""
     try:
-        return os.stat(path)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            return None
-        raise
-
-
-def _walk(root: Path, warnings: list[str]) -> Iterator[Path]:
-    def unreadable(error: OSError) -> None:
-        warnings.append(f"skipped {error.filename}: cannot read it ({error.strerror})")
-
-    # Plain strings while walking: pathlib's parsing per name cost more than the reading.
-    top = os.fspath(root)
-    inside = len(os.path.join(top, ""))  # where a path below `top` starts its relative part
-    suffixes = tuple(SUFFIXES)
-    found: list[tuple[str, str]] = []
-    for folder, dirs, names in os.walk(top, onerror=unreadable):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        relative = folder[inside:].replace(os.sep, "/")
-        for name in names:
-            if name.startswith(".") or not name.lower().endswith(suffixes):
-                continue
-            found.append((f"{relative}/{name}" if relative else name, os.path.join(folder, name)))
-    found.sort(key=lambda item: item[0])
-    return (Path(path) for _, path in found)
-
-
-def _read(path: Path, info: os.stat_result | None) -> tuple[Article | None, str]:
-    """The article at `path` (`info`: its stat), or None and the reason it was skipped."""
-    if info is None or not stat.S_ISREG(info.st_mode):
-        return None, "not a regular file"
-    try:
-        data = path.read_bytes()
+        data = Path(path).read_bytes()
     except OSError as exc:
         return None, f"cannot read it ({exc.strerror or type(exc).__name__})"
+    return parse(path, data)
+
+
+def parse(path: str, data: bytes) -> tuple[Article | None, str]:
+    """The article in the bytes `data` read from `path`, or None and why it is unusable."""
     text = _decode(data)
     if text is None:
         return None, "not a text file (binary, or not UTF-8)"
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if path.suffix.lower() in HTML_SUFFIXES:
+    if os.path.splitext(path)[1].lower() in HTML_SUFFIXES:
         title, body = _from_html(text)
     else:
         title, body = _from_markdown(text)
     body = body.strip()
     if not body:
         return None, "empty"
-    return Article(title=title or _title_from_name(path), path=str(path), text=body), ""
+    return Article(title=title or _title_from_name(Path(path)), path=path, text=body), ""
 
 
 def _decode(data: bytes) -> str | None:

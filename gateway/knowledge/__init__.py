@@ -1,0 +1,24 @@
+"""The help centre behind every question: loading, passages, the index, the one ranker,
+and the selection within a token budget.
+
+    files     finding the articles under the paths given: symlinks followed (loops
+              detected), caps on one article's size and on the whole set's
+    load      one file -> an Article (Markdown, plain text, HTML reduced to text)
+    terms     words as the ranker sees them (content words, lightly stemmed)
+    passages  an Article cut into passages at its headings
+    index     the Index seam (a Protocol) and MemoryIndex, for a set read this run
+    store     SqliteIndex: the index kept between runs in the user cache dir
+    rank      the one ranker (BM25 + coverage), for the prompt and the offline deployment
+    select    every article when they fit the budget, else the best passages, grouped
+
+Public API (what the CLI and the benchmarks call):
+
+    load.load_articles(paths) -> (articles, warnings)      every article, read now
+    index.MemoryIndex(articles)                            an Index of those
+    rank.rank(question, index) -> [Ranked(key, score, coverage)], best first
+    select.select(question, index, budget) -> Selection    budget None: everything
+    select.best_within(question, index, budget) -> Selection
+
+Nothing here imports sqlite3 unless an index is kept on disk, nor html.parser unless an
+HTML article is read.
+"""

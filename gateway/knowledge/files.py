@@ -1,0 +1,195 @@
+"""Finding the articles under the paths given, before any is read.
+
+Folders are walked recursively in order of relative path (hidden entries and files of
+other types are ignored); a file named directly is taken whatever its suffix; the same
+file reached twice (by another path or a symlink) is taken once. Symlinked folders are
+followed; one that leads back into a folder being walked (a loop) is skipped with a
+warning, one already walked elsewhere is skipped quietly (its files are taken already).
+
+Two caps keep a typo like `--articles /` from reading a disk: an article above
+`max_article_bytes` is skipped with a warning naming it, and a set above `max_set_bytes`
+or `max_set_files` raises `SetTooLarge` as soon as the walk crosses the line, before any
+file is read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})  # read as markdown: plain text is too
+HTML_SUFFIXES = frozenset({".html", ".htm"})
+SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES
+
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The caps (config `articles.max_article_bytes`, `max_set_bytes`, `max_set_files`)."""
+
+    max_article_bytes: int = 5 * MB
+    max_set_bytes: int = 1_000 * MB
+    max_set_files: int = 100_000
+
+
+@dataclass(frozen=True)
+class Found:
+    """One file to read: the path it was reached by, and its identity and version."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    device: int
+    inode: int
+
+
+class SetTooLarge(Exception):
+    """The paths hold more than the caps allow; the message names the cap and the fix."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _size(n: int) -> str:
+    return f"{n / MB:,.1f} MB" if n >= MB // 10 else f"{n:,} bytes"
+
+
+# The errors that make `Path.is_file` say False (a dangling symlink, a loop): such a file
+# is "not a regular file"; any other error is reported as it is.
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+class _Walk:
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.found: list[Found] = []
+        self.warnings: list[str] = []
+        self.seen: set[tuple[int, int]] = set()  # files taken, by (device, inode)
+        self.walked: set[tuple[int, int]] = set()  # folders walked
+        self.total = 0
+        self.entries = 0  # every name listed while walking, articles or not
+
+    def take(self, path: str) -> None:
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            if exc.errno in _GONE:
+                self.warnings.append(f"skipped {path}: not a regular file")
+            else:
+                self.warnings.append(f"skipped {path}: cannot read it ({exc.strerror})")
+            return
+        if not stat.S_ISREG(info.st_mode):
+            self.warnings.append(f"skipped {path}: not a regular file")
+            return
+        identity = (info.st_dev, info.st_ino)
+        if identity in self.seen:
+            return
+        self.seen.add(identity)
+        cap = self.limits.max_article_bytes
+        if info.st_size > cap:
+            self.warnings.append(
+                f"skipped {path}: {_size(info.st_size)}, over the {_size(cap)} cap for one "
+                "article (raise articles.max_article_bytes in the config to read it)"
+            )
+            return
+        self.total += info.st_size
+        self.found.append(Found(path, info.st_size, info.st_mtime_ns, *identity))
+        if len(self.found) > self.limits.max_set_files:
+            raise SetTooLarge(
+                f"the articles hold more than {self.limits.max_set_files:,} files (the cap, "
+                "articles.max_set_files); check the --articles path, or raise the cap in "
+                "the config"
+            )
+        if self.total > self.limits.max_set_bytes:
+            raise SetTooLarge(
+                f"the articles hold more than {_size(self.limits.max_set_bytes)} (the cap, "
+                "articles.max_set_bytes); check the --articles path, or raise the cap in "
+                "the config"
+            )
+
+    def folder(self, root: str) -> None:
+        """Every article file under `root`, in order of relative path."""
+        files: list[tuple[str, str]] = []  # (relative path, full path)
+        self._collect(root, "", [], files)
+        files.sort(key=lambda item: item[0])
+        for _, path in files:
+            self.take(path)
+
+    def _collect(
+        self,
+        folder: str,
+        relative: str,
+        ancestors: list[tuple[int, int]],
+        out: list[tuple[str, str]],
+    ) -> None:
+        try:
+            info = os.stat(folder)
+        except OSError as exc:
+            self.warnings.append(f"skipped {folder}: cannot read it ({exc.strerror})")
+            return
+        identity = (info.st_dev, info.st_ino)
+        if identity in ancestors:
+            self.warnings.append(
+                f"skipped {folder}: a symlink loop (it leads back to a folder above it)"
+            )
+            return
+        if identity in self.walked:
+            return  # reached before through another link: its files are taken
+        self.walked.add(identity)
+        try:
+            with os.scandir(folder) as entries:
+                listed = [(e.name, e.path, _is_dir(e)) for e in entries]
+        except OSError as exc:
+            self.warnings.append(f"skipped {folder}: cannot read it ({exc.strerror})")
+            return
+        self.entries += len(listed)
+        if self.entries > 10 * self.limits.max_set_files:
+            # A walk through a whole disk, whatever it holds, is a wrong path.
+            raise SetTooLarge(
+                f"the articles path holds more than {10 * self.limits.max_set_files:,} "
+                "entries (ten times the cap articles.max_set_files); check the --articles "
+                "path, or raise the cap in the config"
+            )
+        suffixes = tuple(SUFFIXES)
+        below = [*ancestors, identity]
+        for name, path, is_dir in listed:
+            if name.startswith("."):
+                continue
+            inner = f"{relative}/{name}" if relative else name
+            if is_dir:
+                self._collect(path, inner, below, out)
+            elif name.lower().endswith(suffixes):
+                out.append((inner, path))
+                if len(out) > self.limits.max_set_files:
+                    raise SetTooLarge(
+                        f"the articles hold more than {self.limits.max_set_files:,} files "
+                        "(the cap, articles.max_set_files); check the --articles path, or "
+                        "raise the cap in the config"
+                    )
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows symlinks: symlinked folders are walked
+    except OSError:
+        return False
+
+
+def discover(paths: Sequence[Path], limits: Limits | None = None) -> tuple[list[Found], list[str]]:
+    """The files to read under `paths`, in a stable order, and a warning per one skipped
+    (or per path that does not exist). Raises `SetTooLarge` past the caps."""
+    walk = _Walk(limits or Limits())
+    for root in paths:
+        if root.is_dir():
+            walk.folder(os.fspath(root))
+        elif root.exists() or root.is_symlink():
+            walk.take(os.fspath(root))
+        else:
+            walk.warnings.append(f"{root}: no such file or folder")
+    return walk.found, walk.warnings

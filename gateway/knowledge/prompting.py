@@ -1,0 +1,69 @@
+"""The requests for one question: within the budget, and smaller ones on demand.
+
+`Prompting.request()` is what every deployment is asked first (every article when they fit
+the budget, else the best passages up to it). `Prompting.within(tokens)` implements the
+engine's `Compactor` seam: the same question with the best passages that fit an input of
+`tokens` tokens, for a deployment whose window is smaller, or that overflowed.
+"""
+
+from __future__ import annotations
+
+from gateway.knowledge.index import Index
+from gateway.knowledge.select import Selection, best_within, select
+from gateway.model import Request
+from gateway.tokens import estimate
+from prompts import render
+
+
+class Prompting:
+    def __init__(
+        self,
+        *,
+        template: str,
+        product: str,
+        question: str,
+        max_output_tokens: int,
+        index: Index | None,
+        budget: int | None,
+    ) -> None:
+        self.template = template
+        self.product = product
+        self.question = question
+        self.max_output_tokens = max_output_tokens
+        self.index = index
+        self.budget = budget
+
+    def request(self) -> Request:
+        """Every article when they fit the budget (or there is none), else the best
+        passages up to it."""
+        if self.index is None:
+            return self.build(Selection((), whole=True))
+        return self.build(select(self.question, self.index, self.budget))
+
+    def within(self, tokens: int) -> Request | None:
+        """The best passages that fit an input of about `tokens` tokens in all (an
+        estimate: the engine counts what it gets); None when the prompt and the question
+        alone are more."""
+        bare = self.build(Selection((), whole=False))
+        room = tokens - estimate(bare.system + "\n" + bare.question)
+        if room < 0:
+            return None
+        if self.index is None:
+            return bare
+        return self.build(best_within(self.question, self.index, room))
+
+    def build(self, selection: Selection) -> Request:
+        system = render(
+            self.template,
+            product=self.product,
+            articles=selection.articles,
+            passages=None if selection.whole else selection.sources,
+        )
+        return Request(
+            system=system,
+            question=self.question,
+            max_output_tokens=self.max_output_tokens,
+            articles=selection.articles,
+            product=self.product,
+            sources=selection.sources,
+        )

@@ -1,0 +1,116 @@
+"""The one ranker: BM25 over passages, used for the prompt's selection and by the offline
+`local` deployment alike, whatever index holds the help centre.
+
+Why hand-written rather than a library (rank_bm25, bm25s): the formula is a few lines;
+the libraries tokenise into numpy arrays, and importing numpy alone costs more than a
+question over a thousand articles here; and every detail that decides an answer (terms,
+stemming, weights, tie-breaks, the coverage threshold) stays deterministic and visible.
+The index supplies counts (`Index.hits`), this module the arithmetic.
+
+Scoring: a passage's score is its article's BM25 (title words count `TITLE_WEIGHT` times)
+plus its own BM25 (its body and the title) plus its heading's BM25 counted
+`HEADING_WEIGHT` times: the article says what the question is about ("Team members and
+roles"), the passage which part answers it, and a section titled with the question's
+words wins over one that merely repeats them. Document frequencies count passages and
+titles. Ties go to the earlier article, then the earlier passage.
+
+Coverage is the share of the question's idf weight that a passage holds. Rare words carry
+the meaning of a question ("invoice", "Slack"), common ones little. A word no article
+contains weighs as much as the question's rarest known word, so "Can I pay with bitcoin?"
+(half the weight unknown) is not covered by the billing article just because it mentions
+paying, while "How do I reset my password quickly?" still is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gateway.knowledge.index import Index, Key
+from gateway.knowledge.terms import query_terms
+from prompts import WORD_LIMIT
+
+K1 = 1.2  # BM25 term-frequency saturation (the usual value)
+B = 0.75  # BM25 length normalisation (the usual value)
+HEADING_WEIGHT = 2  # a heading names what its section is about: it counts twice
+TITLE_WEIGHT = 2  # in an article's own score, its title's words count twice
+# Passages are cut to at most WORD_LIMIT words, so their lengths are measured against half.
+AVERAGE_PASSAGE_WORDS = WORD_LIMIT / 2
+
+
+@dataclass(frozen=True)
+class Ranked:
+    key: Key
+    score: float
+    coverage: float  # the share of the question's weight the passage holds, 0..1
+    tokens: int  # the passage's estimated size
+
+
+def _bm25(tf: Mapping[str, int], length: float, average: float, idf: Mapping[str, float]) -> float:
+    norm = K1 * (1 - B + B * length / average)
+    return sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in tf)
+
+
+def rank(question: str, index: Index) -> list[Ranked]:
+    """Every passage holding a word of the question, best first."""
+    terms = query_terms(question)
+    if not terms:
+        return []
+    hits = index.hits(terms)
+    n, df = hits.units, hits.df
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if df[t] else 0.0 for t in terms}
+    if not any(idf.values()):
+        return []
+    per_article: dict[int, Counter[str]] = {}
+    for key, facts in hits.facts.items():
+        counts = per_article.setdefault(key[0], Counter())
+        counts.update(hits.body.get(key, {}))
+        if facts.first:  # a heading shared by a section's passages counts once
+            counts.update(hits.heading.get(key, {}))
+    for article, title in hits.title.items():
+        counts = per_article.setdefault(article, Counter())
+        for term, count in title.items():
+            counts[term] += TITLE_WEIGHT * count
+    article_score = {
+        article: _bm25(counts, hits.lengths[article], hits.article_words, idf)
+        for article, counts in per_article.items()
+    }
+    cap = max(idf.values())
+    weights = {term: value or cap for term, value in idf.items()}
+    total = sum(weights.values())
+    # The passage loop is the ranker's hot path (thousands of passages for a common word
+    # in a big manual): plain dicts and local names, no Counter built per passage.
+    saturation = K1 + 1
+    no_norm = K1 * (1 - B)
+    per_word = K1 * B / AVERAGE_PASSAGE_WORDS
+    heading_norm = K1  # a heading is scored as a one-word document of average length
+    empty: Counter[str] = Counter()
+    ranked = []
+    for key, facts in hits.facts.items():
+        article = key[0]
+        title = hits.title.get(article, empty)
+        body = hits.body.get(key, empty)
+        heading = hits.heading.get(key, empty)
+        norm = no_norm + per_word * facts.words
+        score = article_score[article]
+        held = 0.0
+        for term, weight in weights.items():
+            tf = title.get(term, 0) + body.get(term, 0)
+            in_heading = heading.get(term, 0)
+            if tf:
+                score += idf[term] * tf * saturation / (tf + norm)
+            if in_heading:
+                score += (
+                    HEADING_WEIGHT
+                    * idf[term]
+                    * in_heading
+                    * saturation
+                    / (in_heading + heading_norm)
+                )
+            if tf or in_heading:
+                held += weight
+        ranked.append(Ranked(key, score, held / total, facts.tokens))
+    ranked.sort(key=lambda r: (-r.score, r.key))
+    return ranked

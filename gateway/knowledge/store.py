@@ -1,0 +1,579 @@
+"""The index kept between runs: one SQLite file per help centre, in the user cache dir.
+
+Why SQLite FTS5: it is in the standard library, one file, transactional (a crash or a
+second writer never leaves half an update), WAL lets readers run beside a writer, and its
+inverted index is built in C (about ten times faster to fill than a plain table of
+postings). FTS5 only stores and finds terms here: the terms are ours (`terms`, written
+out as space-separated words), and the ranking is the one ranker's (`rank`), which reads
+the counts through the `fts5vocab` table. So a help centre ranks the same whether it is
+read this run (`MemoryIndex`) or kept here.
+
+Freshness: each file's size, mtime and inode are kept; a refresh re-reads only the files
+whose values differ, and drops the ones gone. A file changed less than a timestamp tick
+before it was read is stored as unsettled and read again next time (an edit within the
+same tick would otherwise keep every value). Concurrency: every update is one
+`BEGIN IMMEDIATE` transaction; a second builder waits for the first, then finds nothing
+left to do. Memory: one file is read and indexed at a time.
+
+Failures never cost the answer: a corrupt file is moved aside and rebuilt (with a
+warning); a cache dir that cannot be written gives an in-memory database for the run
+(with a warning); a Python whose sqlite3 lacks FTS5 raises `IndexUnavailable`, and the
+caller reads the articles into a `MemoryIndex` instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gateway.knowledge.files import Found
+from gateway.knowledge.index import Hits, Key, PassageFacts, SetSize
+from gateway.knowledge.load import read
+from gateway.knowledge.passages import split
+from gateway.knowledge.terms import terms
+from gateway.model import Article, Source
+from gateway.tokens import estimate
+
+FORMAT = "2"
+# A file changed this recently before it was read is read again next time: sub-second
+# timestamps tick with the kernel's coarse clock (<= 10 ms); whole seconds mean a
+# filesystem that keeps only those (FAT: 2 s).
+_SETTLE_FINE_NS = 100_000_000
+_SETTLE_COARSE_NS = 2_000_000_000
+_WAIT_S = 60.0  # how long to wait for another process's update before giving up on it
+Warn = Callable[[str], None]
+
+
+class IndexUnavailable(Exception):
+    """No index can be kept with this Python (its sqlite3 has no FTS5)."""
+
+
+class IndexBusy(Exception):
+    """Another process held the index for longer than we wait."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a refresh is: files and bytes done of those to read, and the current file."""
+
+    files_done: int
+    files: int
+    bytes_done: int
+    bytes: int
+    current: str
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """What one refresh did."""
+
+    read: int  # files read (added or changed)
+    removed: int
+    unchanged: int
+    bytes_read: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Status:
+    path: str  # the index file (":memory:" for an in-memory one)
+    roots: tuple[str, ...]
+    articles: int
+    skipped: int
+    passages: int
+    tokens: int
+    disk_bytes: int
+    refreshed: float | None  # epoch seconds of the last update, None if never
+    stale: int | None = None  # files that differ from the index now (None: not checked)
+
+
+def index_folder(cache_dir: Path) -> Path:
+    return cache_dir / "index"
+
+
+def index_path(cache_dir: Path, roots: Sequence[Path]) -> Path:
+    """Where the index of `roots` lives: named by their real paths, in the order given."""
+    real = "\0".join(os.path.realpath(r) for r in roots)
+    return index_folder(cache_dir) / f"{hashlib.sha256(real.encode()).hexdigest()[:16]}.sqlite"
+
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE files(
+    id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INT, mtime_ns INT, inode INT,
+    problem TEXT, title TEXT, text TEXT, words INT, tokens INT);
+CREATE TABLE passages(
+    id INTEGER PRIMARY KEY, file INT NOT NULL, number INT, heading TEXT, hstart INT,
+    hend INT, start INT, "end" INT, words INT, first INT, tokens INT);
+CREATE INDEX passages_file ON passages(file, number);
+CREATE VIRTUAL TABLE terms USING fts5(heading, body, tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, instance);
+CREATE VIRTUAL TABLE terms_rows USING fts5vocab(terms, row);
+CREATE VIRTUAL TABLE titles USING fts5(title, tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE titles_vocab USING fts5vocab(titles, instance);
+CREATE VIRTUAL TABLE titles_rows USING fts5vocab(titles, row);
+"""
+
+
+def has_fts5() -> bool:
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        return True
+    except sqlite3.Error:
+        return False
+
+
+class SqliteIndex:
+    """An `Index` in one SQLite database. `open` it, `refresh` it to the files found now,
+    then rank against it."""
+
+    def __init__(self, db: sqlite3.Connection, path: str, roots: Sequence[Path]) -> None:
+        self._db = db
+        self.path = path
+        self.roots = tuple(os.fspath(r) for r in roots)
+        self._order: dict[int, int] = {}  # file id -> its article's place in the set
+        self._ids: list[int] = []  # the reverse
+        self._passage_ids: dict[Key, int] = {}  # passages met in searches -> their row id
+        self.warnings: list[str] = []  # the skipped files' reasons, as of the last refresh
+        self.now_ns: Callable[[], int] = time.time_ns  # the wall clock, for settling (a seam)
+
+    # -- opening ---------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path | None, roots: Sequence[Path], *, warn: Warn) -> SqliteIndex:
+        """The index at `path` (None: in memory), created if need be.
+
+        A file that is not a usable index is moved aside and a new one made, with a
+        warning; a place where no file can be made gives an in-memory one, with a warning.
+        """
+        if not has_fts5():
+            raise IndexUnavailable("this Python's sqlite3 has no FTS5")
+        if path is None:
+            return cls(_create(sqlite3.connect(":memory:")), ":memory:", roots)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            db = _connect(path)
+        except (OSError, sqlite3.Error) as exc:
+            return cls._in_memory(path, roots, warn, exc)
+        try:
+            _prepare_waiting(db)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            # An OperationalError is the place's or another process's doing (read-only,
+            # locked too long), never the file's: only a damaged file is set aside.
+            if isinstance(exc, sqlite3.OperationalError):
+                return cls._in_memory(path, roots, warn, exc)
+            aside = path.with_name(path.name + ".corrupt")
+            warn(f"the article index {path} was unusable ({exc}); rebuilding it")
+            try:
+                os.replace(path, aside)
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{path}{suffix}")
+                db = _connect(path)
+                _prepare(db)
+            except (OSError, sqlite3.Error) as again:
+                return cls._in_memory(path, roots, warn, again)
+        return cls(db, os.fspath(path), roots)
+
+    @classmethod
+    def _in_memory(
+        cls, path: Path, roots: Sequence[Path], warn: Warn, exc: BaseException
+    ) -> SqliteIndex:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        warn(
+            f"cannot keep the article index in {path.parent} ({reason}); indexing in memory "
+            "for this run (make the folder writable, or set XDG_CACHE_HOME, to keep it)"
+        )
+        return cls(_create(sqlite3.connect(":memory:")), ":memory:", roots)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SqliteIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- refreshing ------------------------------------------------------------------
+
+    def stale(self, found: Sequence[Found]) -> tuple[list[Found], list[int]]:
+        """The files to read again (new or changed) and the ids of those gone."""
+        known = {
+            path: (fid, size, mtime, inode)
+            for fid, path, size, mtime, inode in self._db.execute(
+                "SELECT id, path, size, mtime_ns, inode FROM files"
+            )
+        }
+        changed = []
+        for file in found:
+            row = known.pop(file.path, None)
+            if row is None or row[1:] != (file.size, file.mtime_ns, file.inode):
+                changed.append(file)
+        return changed, [row[0] for row in known.values()]
+
+    def refresh(
+        self, found: Sequence[Found], *, progress: Callable[[Progress], None] | None = None
+    ) -> Refresh:
+        """Bring the index up to the files `found` now: read the new and changed ones,
+        drop the gone ones. Raises `IndexBusy` if another process holds it too long."""
+        started = time.monotonic()
+        changed, gone = self.stale(found)
+        done_bytes = 0
+        if changed or gone:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise IndexBusy(str(exc)) from None
+            try:
+                # Another process may have done (some of) it while we waited for the lock.
+                changed, gone = self.stale(found)
+                for fid in gone:
+                    self._forget(fid)
+                total = sum(f.size for f in changed)
+                for number, file in enumerate(changed):
+                    if progress is not None:
+                        progress(Progress(number, len(changed), done_bytes, total, file.path))
+                    self._store(file)
+                    done_bytes += file.size
+                if progress is not None and changed:
+                    progress(Progress(len(changed), len(changed), done_bytes, total, ""))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('refreshed', ?), ('roots', ?)",
+                    (str(time.time()), "\0".join(self.roots)),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self._arrange(found)
+        return Refresh(
+            len(changed),
+            len(gone),
+            len(found) - len(changed),
+            done_bytes,
+            time.monotonic() - started,
+        )
+
+    def _forget(self, fid: int) -> None:
+        db = self._db
+        db.execute(
+            "DELETE FROM terms WHERE rowid IN (SELECT id FROM passages WHERE file = ?)", (fid,)
+        )
+        db.execute("DELETE FROM passages WHERE file = ?", (fid,))
+        db.execute("DELETE FROM titles WHERE rowid = ?", (fid,))
+        db.execute("DELETE FROM files WHERE id = ?", (fid,))
+
+    def _store(self, file: Found) -> None:
+        db = self._db
+        row = db.execute("SELECT id FROM files WHERE path = ?", (file.path,)).fetchone()
+        if row is not None:
+            self._forget(row[0])
+        article, problem = read(file.path)
+        # Unsettled: changed within a tick of now, so a next edit could keep every value.
+        coarse = file.mtime_ns % 1_000_000_000 == 0
+        settle = _SETTLE_COARSE_NS if coarse else _SETTLE_FINE_NS
+        settled = self.now_ns() - file.mtime_ns >= settle
+        mtime = file.mtime_ns if settled else -1
+        if article is None:
+            db.execute(
+                "INSERT INTO files(path, size, mtime_ns, inode, problem) VALUES (?, ?, ?, ?, ?)",
+                (file.path, file.size, mtime, file.inode, problem),
+            )
+            return
+        cursor = db.execute(
+            "INSERT INTO files(path, size, mtime_ns, inode, title, text, words, tokens) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                file.path,
+                file.size,
+                mtime,
+                file.inode,
+                article.title,
+                article.text,
+                len(article.text.split()),
+                estimate(article.text),
+            ),
+        )
+        fid = cursor.lastrowid
+        db.execute(
+            "INSERT INTO titles(rowid, title) VALUES (?, ?)", (fid, " ".join(terms(article.title)))
+        )
+        for passage in split(article):
+            body = passage.body(article)
+            span = passage.heading_span or (None, None)
+            cursor = db.execute(
+                'INSERT INTO passages(file, number, heading, hstart, hend, start, "end", words,'
+                " first, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fid,
+                    passage.number,
+                    passage.heading,
+                    span[0],
+                    span[1],
+                    passage.start,
+                    passage.end,
+                    passage.words,
+                    passage.first,
+                    estimate(body),
+                ),
+            )
+            heading = article.text[span[0] : span[1]] if passage.heading_span else ""
+            db.execute(
+                "INSERT INTO terms(rowid, heading, body) VALUES (?, ?, ?)",
+                (cursor.lastrowid, " ".join(terms(heading)), " ".join(terms(body))),
+            )
+
+    def _arrange(self, found: Sequence[Found]) -> None:
+        """Number the articles in the order the files were found; collect the warnings."""
+        rows = {
+            path: (fid, problem)
+            for fid, path, problem in self._db.execute("SELECT id, path, problem FROM files")
+        }
+        self._order, self._ids, self.warnings = {}, [], []
+        self._passage_ids = {}
+        for file in found:
+            fid, problem = rows.get(file.path, (None, None))
+            if fid is None:
+                continue
+            if problem is not None:
+                self.warnings.append(f"skipped {file.path}: {problem}")
+                continue
+            self._order[fid] = len(self._ids)
+            self._ids.append(fid)
+
+    # -- the Index protocol ----------------------------------------------------------
+
+    def size(self) -> SetSize:
+        tokens = self._db.execute(
+            "SELECT coalesce(sum(tokens), 0) FROM files WHERE problem IS NULL"
+        ).fetchone()[0]
+        return SetSize(len(self._ids), tokens)
+
+    def hits(self, words: Sequence[str]) -> Hits:
+        db = self._db
+        marks = ", ".join("?" for _ in words)
+        passages, avg = db.execute(
+            "SELECT (SELECT count(*) FROM passages), "
+            "(SELECT avg(words) FROM files WHERE problem IS NULL)"
+        ).fetchone()
+        found = Hits(passages + len(self._ids), len(self._ids), float(avg or 1.0))
+        order, facts, ids = self._order, found.facts, self._passage_ids
+        hit_files: set[int] = set()
+        rows = db.execute(
+            "SELECT v.doc, v.col, v.term, count(*), p.file, p.number, p.words, p.first, "
+            f"p.tokens FROM terms_vocab v JOIN passages p ON p.id = v.doc "
+            f"WHERE v.term IN ({marks}) GROUP BY v.doc, v.col, v.term",
+            list(words),
+        )
+        for doc, column, term, count, fid, number, size, first, tokens in rows:
+            article = order.get(fid)
+            if article is None:
+                continue
+            key = (article, number)
+            table = found.heading if column == "heading" else found.body
+            counts = table.get(key)
+            if counts is None:
+                counts = table[key] = Counter()
+            counts[term] = count
+            if key not in facts:
+                facts[key] = PassageFacts(size, bool(first), tokens)
+                ids[key] = doc
+                hit_files.add(fid)
+        title_files = set()
+        for fid, term, count in db.execute(
+            f"SELECT doc, term, count(*) FROM titles_vocab WHERE term IN ({marks}) "
+            "GROUP BY doc, term",
+            list(words),
+        ):
+            article = order.get(fid)
+            if article is None:
+                continue
+            found.title.setdefault(article, Counter())[term] = count
+            title_files.add(fid)
+        # Document frequencies from the vocabularies' own counts: passages, then titles.
+        for vocab in ("terms_rows", "titles_rows"):
+            for term, docs in db.execute(
+                f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(words)
+            ):
+                found.df[term] += docs
+        # A title's words are in every passage of its article: each is a candidate.
+        for pid, fid, number, size, first, tokens in _chunks(
+            db,
+            "SELECT id, file, number, words, first, tokens FROM passages WHERE file IN ({})",
+            sorted(title_files),
+        ):
+            key = (order[fid], number)
+            if key not in facts:
+                facts[key] = PassageFacts(size, bool(first), tokens)
+                ids[key] = pid
+        for fid, length in _chunks(
+            db, "SELECT id, words FROM files WHERE id IN ({})", sorted(hit_files | title_files)
+        ):
+            found.lengths[order[fid]] = length
+        return found
+
+    def fetch(self, keys: Sequence[Key]) -> list[Source]:
+        missing = [k for k in keys if k not in self._passage_ids]
+        for article, number in missing:  # keys not met in a search: looked up one by one
+            row = self._db.execute(
+                "SELECT id FROM passages WHERE file = ? AND number = ?",
+                (self._ids[article], number),
+            ).fetchone()
+            if row is not None:
+                self._passage_ids[(article, number)] = row[0]
+        rows = {
+            pid: rest
+            for pid, *rest in _chunks(
+                self._db,
+                'SELECT p.id, f.path, f.title, p.heading, substr(f.text, p.start + 1, p."end" - '
+                "p.start), p.tokens FROM passages p JOIN files f ON f.id = p.file "
+                "WHERE p.id IN ({})",
+                [self._passage_ids[k] for k in keys],
+            )
+        }
+        out = []
+        for article, number in keys:
+            path, title, heading, text, tokens = rows[self._passage_ids[(article, number)]]
+            out.append(Source(path, title, heading, text, tokens, article, number))
+        return out
+
+    def articles(self) -> tuple[Article, ...]:
+        out = []
+        for fid in self._ids:
+            title, path, text = self._db.execute(
+                "SELECT title, path, text FROM files WHERE id = ?", (fid,)
+            ).fetchone()
+            out.append(Article(title=title, path=path, text=text))
+        return tuple(out)
+
+    # -- status ----------------------------------------------------------------------
+
+    def status(self, found: Sequence[Found] | None = None) -> Status:
+        db = self._db
+        articles, skipped, tokens = db.execute(
+            "SELECT count(*) FILTER (WHERE problem IS NULL), count(*) FILTER (WHERE problem IS "
+            "NOT NULL), coalesce(sum(tokens), 0) FROM files"
+        ).fetchone()
+        passages = db.execute("SELECT count(*) FROM passages").fetchone()[0]
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        refreshed = float(meta["refreshed"]) if "refreshed" in meta else None
+        disk = 0
+        if self.path != ":memory:":
+            for suffix in ("", "-wal"):
+                with contextlib.suppress(OSError):
+                    disk += os.stat(self.path + suffix).st_size
+        stale = None
+        if found is not None:
+            changed, gone = self.stale(found)
+            stale = len(changed) + len(gone)
+        roots = tuple(meta.get("roots", "").split("\0")) if meta.get("roots") else self.roots
+        return Status(self.path, roots, articles, skipped, passages, tokens, disk, refreshed, stale)
+
+
+def _chunks(db: sqlite3.Connection, sql: str, ids: Sequence[int]) -> list[Any]:
+    """`sql`'s rows for every id, asked in chunks below SQLite's limit on parameters."""
+    out: list[Any] = []
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        out += db.execute(sql.format(", ".join("?" for _ in part)), part).fetchall()
+    return out
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Autocommit mode (isolation_level None): transactions are begun explicitly, IMMEDIATE.
+    db = sqlite3.connect(path, timeout=_WAIT_S, isolation_level=None)
+    return db
+
+
+def _prepare_waiting(db: sqlite3.Connection) -> None:
+    """`_prepare`, waiting for another process that holds the file: switching a new file
+    to WAL takes a lock that SQLite's busy timeout does not wait for."""
+    for attempt in range(50):
+        try:
+            _prepare(db)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or attempt == 49:
+                raise
+            time.sleep(0.1)
+
+
+def _prepare(db: sqlite3.Connection) -> None:
+    """Make `db` a current index: create it when empty, recreate it when another format.
+    Raises sqlite3.DatabaseError when the file is not a database at all."""
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    if _current(db):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if _current(db):  # another process made it while we waited for the lock
+            db.execute("COMMIT")
+            return
+        for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE 'CREATE VIRTUAL%'"
+        ).fetchall():
+            db.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        ).fetchall():
+            db.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _current(db: sqlite3.Connection) -> bool:
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "meta" not in tables:
+        return False
+    row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    if row is None or row[0] != FORMAT:
+        return False
+    # Reading the index proves the file whole enough to use (a damaged page raises here).
+    db.execute("SELECT count(*) FROM terms_vocab WHERE term = ''").fetchone()
+    return True
+
+
+def _create(db: sqlite3.Connection) -> sqlite3.Connection:
+    db.isolation_level = None
+    _prepare(db)
+    return db
+
+
+def clear(cache_dir: Path, roots: Sequence[Path] | None) -> list[Path]:
+    """Remove the index of `roots` (None: every index); the files removed."""
+    folder = index_folder(cache_dir)
+    if roots is not None:
+        base = index_path(cache_dir, roots)
+        targets = [Path(f"{base}{s}") for s in ("", "-wal", "-shm", ".corrupt")]
+    else:
+        targets = sorted(folder.glob("*.sqlite*")) if folder.is_dir() else []
+    removed = []
+    for target in targets:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+            removed.append(target)
+    return removed
+
+
+def iter_indexes(cache_dir: Path) -> Iterator[Path]:
+    folder = index_folder(cache_dir)
+    if folder.is_dir():
+        yield from sorted(folder.glob("*.sqlite"))
