@@ -38,6 +38,10 @@ BENCHMARKS = {
     "quality": ("bench.quality", "9 help-centre quality: recall within a budget vs page BM25"),
     "scale": ("bench.scale", "10 help-centre speed and memory: index, warm question, edit"),
     "batch": ("bench.batch", "11 batch -j 8 vs xargs -P 8 on one input; peak RSS by size"),
+    "deadlines": (
+        "bench.deadlines",
+        "12 deadlines: a healthy question vs the tree before them; how late one fires",
+    ),
 }
 
 
