@@ -355,9 +355,12 @@ class _Question:
             d = turn.deployment
             now = self.clock.monotonic()
             if self._left(turn, now) <= 0 and not d.provider.offline:
-                self.verdicts[d.name] = _Verdict(
-                    "no time left in the budget", transient=True, out_of_time=True
-                )
+                verdict = _Verdict("no time left in the budget", transient=True, out_of_time=True)
+                if turn.calls == 0:
+                    # The budget ran out while its turn began: still a row, so every
+                    # deployment the question reached shows in the table and the log.
+                    self._record_skip(d, verdict.last_error)
+                self.verdicts[d.name] = verdict
                 turn = None
                 continue
             # Another question of this engine may have cooled it (or its key) since this

@@ -245,7 +245,7 @@ def test_a_stream_kept_open_after_its_finish_reason_is_a_complete_answer() -> No
         start(ex, ProviderKind.OPENAI)
         for frame in sent:
             ex.send(frame)
-        done.wait(5)
+        done.wait(30)  # generous: a loaded machine may be slow to read
         clock.advance(6)
         ex.send(": keep-alive\n\n")
         ex.hang()
@@ -326,3 +326,22 @@ def test_real_time_a_whole_reply_slower_than_its_first_token_deadline_is_cut_sil
     assert error.failure.timer is Timer.FIRST_TOKEN
     assert error.failure.silent
     assert elapsed < 0.3 + MARGIN
+
+
+# --------------------------------------------------------------------------- the watchdog
+
+
+def test_a_process_that_cancels_every_alarm_keeps_the_watchdog_heap_small() -> None:
+    # A batch arms a deadline per attempt and cancels nearly all of them when the answer
+    # comes; they must not pile up until their (minutes-away) deadlines pass.
+    from gateway.providers.deadline import _Watchdog
+
+    watchdog = _Watchdog()
+    live = [watchdog.arm(600, lambda: None) for _ in range(5)]
+    for _ in range(10_000):
+        watchdog.arm(600, lambda: None).cancel()
+    assert len(watchdog._heap) <= 2 * 64
+    fired = threading.Event()
+    watchdog.arm(0.01, fired.set)
+    assert fired.wait(5), "a live alarm armed after the sweeps still fires"
+    assert all(not alarm.cancelled for alarm in live), "a sweep never drops a live alarm"

@@ -887,3 +887,21 @@ def test_one_adapter_per_deployment_and_key_is_built_and_closed_with_the_engine(
         h.ask()
         assert h.factory.built == ["primary", "primary"], "a new key needs a new adapter"
     assert closed == ["primary", "primary"]
+
+
+def test_a_deployment_whose_turn_begins_with_the_budget_spent_still_has_its_row():
+    # Building the primary's adapter (a slow machine, a slow DNS-free setup) uses up what
+    # was left: the primary must still appear, skipped for want of time, not vanish.
+    h = Harness({"primary": [answer("never")], "fallback": [answer("never")]})
+    build = h.factory
+
+    def slow_factory(deployment, key):  # type: ignore[no-untyped-def]
+        h.clock.advance(31.0)
+        return build(deployment, key)
+
+    h.engine._providers = slow_factory  # type: ignore[assignment]
+    result = h.ask()
+    assert [(a.deployment, str(a.decision), a.detail) for a in result.attempts][:1] == [
+        ("primary", "skipped", "no time left in the budget")
+    ]
+    assert h.calls("primary") == 0

@@ -42,6 +42,9 @@ class Alarm:
                 self._action()
 
 
+_SWEEP_FLOOR = 32
+
+
 class _Watchdog:
     """One daemon thread for the whole process, running actions at real-time deadlines.
 
@@ -54,10 +57,18 @@ class _Watchdog:
         self._heap: list[tuple[float, int, Alarm]] = []
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
+        # A cancelled alarm stays in the heap until its deadline; a busy process (a batch)
+        # cancels almost every alarm it arms, so the heap is swept whenever it has doubled
+        # since the last sweep, which keeps it within twice the live alarms, amortised O(1).
+        self._swept = _SWEEP_FLOOR
 
     def arm(self, delay: float, action: Callable[[], None]) -> Alarm:
         alarm = Alarm(action)
         with self._cond:
+            if len(self._heap) >= 2 * self._swept:
+                self._heap = [entry for entry in self._heap if not entry[2].cancelled]
+                heapq.heapify(self._heap)
+                self._swept = max(_SWEEP_FLOOR, len(self._heap))
             heapq.heappush(self._heap, (time.monotonic() + delay, next(self._seq), alarm))
             if self._thread is None:
                 self._thread = threading.Thread(
