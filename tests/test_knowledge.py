@@ -23,7 +23,7 @@ from gateway.knowledge.load import load_articles
 from gateway.knowledge.rank import rank
 from gateway.knowledge.select import select
 from gateway.knowledge.store import SqliteIndex
-from gateway.model import Status
+from gateway.model import Article, Status
 from prompts import load_prompt, render
 from tests.helpcentre import age, write_centre
 
@@ -115,6 +115,31 @@ def test_a_budget_below_the_help_centre_sends_the_best_passages_of_it() -> None:
     assert 0 < chosen.tokens <= 300
     assert chosen.sources[0].title == "Resetting your password"
     assert all(s.score is not None for s in chosen.sources)
+
+
+def test_a_long_page_repeating_the_question_does_not_crowd_out_the_one_answering_it() -> None:
+    # The reference page repeats "tokens" and "expire" in every section; the FAQ answers
+    # in its own words and ranks below all of them. The budget holds six sections.
+    sections = "\n\n".join(
+        f"## Token field {n}\n\nTokens expire: field {n} of the token record says when the "
+        "tokens expire, and the tokens expire again after renewal." + " More detail." * 12
+        for n in range(8)
+    )
+    reference = Article("API reference", "reference.md", "# API reference\n\n" + sections)
+    faq = Article(
+        "Staying signed in",
+        "faq.md",
+        "# Staying signed in\n\n## Why was I signed out?\n\nSessions end after 30 days: "
+        "your tokens expire and you sign in again.",
+    )
+    index = MemoryIndex([reference, faq])
+    ranking = rank("Why do my tokens expire?", index)
+    assert [r.key[0] for r in ranking[:8]] == [0] * 8  # on score alone, the FAQ comes last
+    budget = sum(r.tokens for r in ranking[:6])
+    chosen = select("Why do my tokens expire?", index, budget)
+    assert "faq.md" in [s.path for s in chosen.sources]
+    assert chosen.sources[0].path == "reference.md"  # still the best article first
+    assert chosen.tokens <= budget
 
 
 def test_all_sends_every_article_whole_whatever_the_size(centre: Path) -> None:

@@ -5,15 +5,30 @@ The budget is in estimated tokens (`gateway.tokens.estimate`). Articles are orde
 their best passage's rank; an article's passages keep their order in it, so a section
 read together reads as written. A passage too big for what is left is passed over for
 smaller ones further down the ranking, so the budget fills.
+
+Each passage taken from an article makes that article's next one count `REPEAT_DECAY`
+times less in the choosing (x0.9, x0.81, ...): the best passages of a big manual often
+come from one or two long pages that repeat the question's words, and a prompt filled
+from them alone misses the page that answers it in other words. The discount only
+reorders what is taken (the scores reported stay the ranker's); an article's passages are
+still taken in their rank order. On git's manual (bench/run quality) it raised page
+recall at the default budget from 80% to 92.5% with as much answering text in the prompt.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from gateway.knowledge.index import Index
 from gateway.model import Article, Source
 from gateway.tokens import estimate
+
+if TYPE_CHECKING:
+    from gateway.knowledge.rank import Ranked
+
+REPEAT_DECAY = 0.9  # chosen on half the benchmark's questions; see the module's docstring
 
 
 @dataclass(frozen=True)
@@ -50,18 +65,41 @@ def best_within(question: str, index: Index, budget: int) -> Selection:
     """The best passages for `question` that fit in `budget` tokens together."""
     from gateway.knowledge.rank import rank
 
-    chosen = []
-    left = budget
-    for found in rank(question, index):
-        if found.tokens <= left:
-            chosen.append(found)
-            left -= found.tokens
-            if left <= 0:
-                break
+    chosen = _within(rank(question, index), budget)
     # Only the chosen passages' text is read, in one go.
     sources = index.fetch([found.key for found in chosen])
     scored = [_scored(s, f.score, f.coverage) for s, f in zip(sources, chosen, strict=True)]
     return Selection(_grouped(scored), whole=False)
+
+
+def _within(ranked: Sequence[Ranked], budget: int) -> list[Ranked]:
+    """The passages taken, in the order taken: always the best by score discounted
+    `REPEAT_DECAY` times per passage already taken from its article, that fits what is left."""
+    import heapq
+
+    queues: dict[int, list[Ranked]] = {}  # per article, its passages in rank order
+    for found in ranked:
+        queues.setdefault(found.key[0], []).append(found)
+    # (-discounted score, key, place in its article's queue): ties go to the earlier key,
+    # as in the ranking.
+    heap = [(-queue[0].score, queue[0].key, 0) for queue in queues.values()]
+    heapq.heapify(heap)
+    taken: dict[int, int] = {}
+    chosen: list[Ranked] = []
+    left = budget
+    while heap and left > 0:
+        _, key, place = heapq.heappop(heap)
+        queue = queues[key[0]]
+        found = queue[place]
+        if found.tokens <= left:
+            chosen.append(found)
+            left -= found.tokens
+            taken[key[0]] = taken.get(key[0], 0) + 1
+        if place + 1 < len(queue):
+            after = queue[place + 1]
+            discount = REPEAT_DECAY ** taken.get(key[0], 0)
+            heapq.heappush(heap, (-after.score * discount, after.key, place + 1))
+    return chosen
 
 
 def _scored(source: Source, score: float, coverage: float) -> Source:
