@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from gateway.attemptlog import AttemptLog
     from gateway.config import Config
     from gateway.knowledge.index import Index
-    from gateway.model import Article
     from gateway.redactor import Redactor
     from gateway.seams import StateStore
 
@@ -322,16 +321,7 @@ def _run_engine(
     display: AttemptsDisplay,
     sink: TextSink | None,
 ) -> _Ran:
-    from cli import wiring
-
-    warn_if_no_articles(opts, diag)
-    budget, whole = article_budget(opts.max_article_tokens, config)
-    from cli.indexing import IndexProgress
-
-    with IndexProgress(diag, silent=diag.quiet) as progress:
-        index = wiring.open_help_centre(
-            opts.articles, config, whole=whole, warn=diag.warn, progress=progress
-        )
+    index, budget = open_help_centre(opts, config, diag)
     try:
         return _call(opts, diag, config, question, redactor, display, sink, index, budget)
     finally:
@@ -397,20 +387,30 @@ def _call(
     return _Ran(result, store)
 
 
+def open_help_centre(
+    opts: AskOptions, config: Config, diag: Diag
+) -> tuple[Index | None, int | None]:
+    """The help centre every question of the run is answered from (None: no --articles,
+    with a warning), its index built or refreshed now with the progress on stderr, and
+    the passages' budget (None: every article whole). The caller closes the index."""
+    from cli import wiring
+    from cli.indexing import IndexProgress
+
+    warn_if_no_articles(opts, diag)
+    budget, whole = article_budget(opts.max_article_tokens, config)
+    with IndexProgress(diag, silent=diag.quiet) as progress:
+        index = wiring.open_help_centre(
+            opts.articles, config, whole=whole, warn=diag.warn, progress=progress
+        )
+    return index, budget
+
+
 def warn_if_no_articles(opts: AskOptions, diag: Diag) -> None:
     if not opts.articles:
         diag.warn(
             "no --articles given: every answer will say the question is not covered "
             "(pass --articles FOLDER)"
         )
-
-
-def read_articles(opts: AskOptions, diag: Diag) -> tuple[Article, ...]:
-    """The help centre every question of the run is answered from (none: a warning)."""
-    from cli import wiring
-
-    warn_if_no_articles(opts, diag)
-    return wiring.read_articles(opts.articles, warn=diag.warn)
 
 
 ALL = "all"

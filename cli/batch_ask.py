@@ -1,12 +1,13 @@
 """How `batch` asks each question and writes its record: as `ask` does, through the run's
-one engine (its request, its lines in the attempt log, the object `ask --json` prints),
+one engine and one opened help centre (its passages within the budget, compacted for a
+smaller window; its lines in the attempt log; the object `ask --json` prints),
 and which exit code the batch ends with (the most serious any question earned)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from cli.exitcodes import ExitCode, exit_code_for
@@ -16,9 +17,10 @@ if TYPE_CHECKING:
     from gateway.attemptlog import AttemptLog
     from gateway.batch import BadLine, Question
     from gateway.config import Config
-    from gateway.model import Article, Request, Result
+    from gateway.knowledge.index import Index
+    from gateway.model import Request, Result
     from gateway.redactor import Redactor
-    from gateway.seams import StateStore
+    from gateway.seams import Compactor, StateStore
 
 # Worst first: a bug, then a question no deployment could answer (needs a look), then
 # one that may succeed later (`--resume` after a while), then bad input lines, refusals.
@@ -34,13 +36,16 @@ _SEVERITY = (
 
 class Asker:
     """Each question through the run's one engine, as `ask` asks it: its request (its own
-    product, else --product), its lines in the attempt log, the exit code it earned."""
+    product, else --product; the passages of `index` that answer it, within `budget`,
+    fewer for a smaller window), its lines in the attempt log, the exit code it earned.
+    `index` is called from every worker: a thread-safe one (`knowledge.shared.Shared`)."""
 
     def __init__(
         self,
         config: Config,
-        articles: Sequence[Article],
-        engine_ask: Callable[[Request], Result],
+        index: Index | None,
+        budget: int | None,
+        engine_ask: Callable[[Request, Compactor], Result],
         log: AttemptLog | None,
         redactor: Redactor,
         product: str | None,
@@ -49,7 +54,8 @@ class Asker:
         debug: bool = False,
     ) -> None:
         self._config = config
-        self._articles = articles
+        self._index = index
+        self._budget = budget
         self._engine_ask = engine_ask
         self._log = log
         self._redactor = redactor
@@ -64,8 +70,10 @@ class Asker:
         from cli.ask import log_question
 
         product = question.product or self._product
-        request = wiring.build_request(self._config, question.text, self._articles, product=product)
-        result = self._engine_ask(request)
+        prompts = wiring.prompting(
+            self._config, question.text, self._index, budget=self._budget, product=product
+        )
+        result = self._engine_ask(prompts.request(), prompts)
         self.earned(exit_code_for(result))
         if self._log is not None:
             text = self._redactor.scrub(question.text)

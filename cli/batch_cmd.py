@@ -1,7 +1,7 @@
 """`support-ask batch FILE|-`: a backlog of questions through one engine, concurrently.
 
 The questions (JSON Lines or plain text, see gateway.batch.source) go through ONE
-engine: one loaded config, one read of the articles, one state store, kept-alive
+engine: one loaded config, one opened help centre, one state store, kept-alive
 connections, cooldowns shared by every worker. Each result is a line on stdout (or
 `--out FILE`): the question's `id`, then exactly the object `ask --json` prints. The
 runner itself (input, resume, limiter, writer, threads) is gateway.batch; this module
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from cli.diag import Diag
     from gateway.batch import BatchRunner, ItemId, Progress
     from gateway.config import Config
+    from gateway.knowledge.index import Index
     from gateway.redactor import Redactor
 
 STDIN = "-"
@@ -104,16 +105,38 @@ def _check_source(source: str) -> None:
 
 def _batch(opts: BatchOptions, diag: Diag, config: Config, redactor: Redactor) -> int:
     from cli import wiring
-    from cli.ask import open_attempt_log, read_articles, warn_fallback_rate
+    from cli.ask import open_help_centre
+
+    ask_opts = opts.ask
+    # A bad prompt is a config error before the first question, not a record per line.
+    wiring.request_for(config, "-", None, budget=None, product=ask_opts.product)
+    # Opened (indexed, refreshed) once for every question, before the first.
+    index, budget = open_help_centre(ask_opts, config, diag)
+    try:
+        return _answer(opts, diag, config, redactor, index, budget)
+    except BaseException:
+        if index is not None:
+            index.close()
+        raise
+
+
+def _answer(
+    opts: BatchOptions,
+    diag: Diag,
+    config: Config,
+    redactor: Redactor,
+    index: Index | None,
+    budget: int | None,
+) -> int:
+    from cli import wiring
+    from cli.ask import open_attempt_log, warn_fallback_rate
     from cli.diag import is_tty
     from gateway.batch import BatchRunner, Limiter, RecordWriter, prepare, read_items
     from gateway.clock import SystemClock
+    from gateway.knowledge.shared import Shared
 
     ask_opts = opts.ask
     environ = ask_opts.environ
-    articles = read_articles(ask_opts, diag)
-    # A bad prompt is a config error before the first question, not a record per line.
-    wiring.build_request(config, "-", articles, product=ask_opts.product)
     store = wiring.open_store(
         wiring.state_location(ask_opts.state, environ=environ, config=config),
         warn=diag.warn,
@@ -140,7 +163,15 @@ def _batch(opts: BatchOptions, diag: Diag, config: Config, redactor: Redactor) -
     from cli.batch_ask import Asker, JsonRecords
 
     asker = Asker(
-        config, articles, engine.ask, log, redactor, ask_opts.product, diag, debug=ask_opts.debug
+        config,
+        None if index is None else Shared(index),
+        budget,
+        lambda request, prompts: engine.ask(request, compact=prompts),
+        log,
+        redactor,
+        ask_opts.product,
+        diag,
+        debug=ask_opts.debug,
     )
     live = diag.animate and not (opts.out is None and is_tty(sys.stdout))
     view = _view(diag, live, opts.every)
@@ -161,8 +192,10 @@ def _batch(opts: BatchOptions, diag: Diag, config: Config, redactor: Redactor) -
         )
         with _signals(runner) as got, view:
             progress = _run(runner, opts)
-        if not runner.aborted:
+        if not runner.aborted:  # else workers may still be using them: the exit frees them
             engine.close()
+            if index is not None:
+                index.close()
 
     stopped = _signal_name(got[0]) if got else None
     where = str(opts.out) if opts.out is not None else "stdout"
@@ -364,6 +397,7 @@ def register(app: typer.Typer) -> None:
         deployment: options.Deployments = None,
         budget: options.Budget = None,
         timeout: options.Timeout = None,
+        max_article_tokens: options.MaxArticleTokens = None,
     ) -> None:
         """Answer a file of questions concurrently, one JSON line per question."""
         from cli.app import guarded
@@ -385,6 +419,7 @@ def register(app: typer.Typer) -> None:
                 deployments=tuple(deployment or ()),
                 budget=budget,
                 timeout=timeout,
+                max_article_tokens=max_article_tokens,
                 environ=dict(os.environ),
             ),
             out=out,

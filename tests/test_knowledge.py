@@ -159,6 +159,23 @@ def test_the_kept_index_and_the_memory_index_rank_alike(centre: Path) -> None:
     index.close()
 
 
+def test_a_shared_index_ranks_from_many_threads_as_from_one(centre: Path) -> None:
+    """`batch` selects from worker threads against the index its main thread opened."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gateway.knowledge.shared import Shared
+
+    index, _ = open_it([centre])
+    assert isinstance(index, SqliteIndex)
+    questions = [QUESTION, "invoices emailed monthly", "kalomi guide 12", "tashi"] * 6
+    alone = [select(q, index, 2000) for q in questions]
+    shared = Shared(index)
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda q: select(q, shared, 2000), questions))
+    assert together == alone
+    shared.close()
+
+
 # -- the index kept between runs ---------------------------------------------------------
 
 

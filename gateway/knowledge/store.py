@@ -158,7 +158,7 @@ class SqliteIndex:
         if not has_fts5():
             raise IndexUnavailable("this Python's sqlite3 has no FTS5")
         if path is None:
-            return cls(_create(sqlite3.connect(":memory:")), ":memory:", roots)
+            return cls(_create(_memory()), ":memory:", roots)
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             db = _connect(path)
@@ -194,7 +194,7 @@ class SqliteIndex:
             f"cannot keep the article index in {path.parent} ({reason}); indexing in memory "
             "for this run (make the folder writable, or set XDG_CACHE_HOME, to keep it)"
         )
-        return cls(_create(sqlite3.connect(":memory:")), ":memory:", roots)
+        return cls(_create(_memory()), ":memory:", roots)
 
     def close(self) -> None:
         self._db.close()
@@ -492,8 +492,14 @@ def _chunks(db: sqlite3.Connection, sql: str, ids: Sequence[int]) -> list[Any]:
 
 def _connect(path: Path) -> sqlite3.Connection:
     # Autocommit mode (isolation_level None): transactions are begun explicitly, IMMEDIATE.
-    db = sqlite3.connect(path, timeout=_WAIT_S, isolation_level=None)
+    # Not tied to the opening thread: `batch` ranks from its workers, one at a time
+    # (`shared.Shared`).
+    db = sqlite3.connect(path, timeout=_WAIT_S, isolation_level=None, check_same_thread=False)
     return db
+
+
+def _memory() -> sqlite3.Connection:
+    return sqlite3.connect(":memory:", check_same_thread=False)
 
 
 def _prepare_waiting(db: sqlite3.Connection) -> None:
