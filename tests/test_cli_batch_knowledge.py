@@ -35,7 +35,8 @@ def work(tmp_path: Path, providers: Providers) -> Path:
     workdir(tmp_path, providers)
     manual = tmp_path / "manual"
     write_centre(manual, 60)  # ~1 MB of HTML: past what is read whole, so it is indexed
-    age(manual / "refunds.md", f"# Refunds for annual plans\n\n## Asking for a refund\n\n{REFUND}\n")
+    refund = f"# Refunds for annual plans\n\n## Asking for a refund\n\n{REFUND}\n"
+    age(manual / "refunds.md", refund)
     age(manual / "export.md", f"# Exporting your mailbox\n\n## Export archive\n\n{EXPORT}\n")
     lines = [
         json.dumps({"id": f"{key}{n}", "question": QUESTIONS[key]})
