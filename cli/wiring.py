@@ -148,12 +148,11 @@ def read_articles(paths: Sequence[Path], *, warn: Warn) -> tuple[Article, ...]:
 
 
 def cache_dir() -> Path:
-    """The user cache dir, where article indexes are kept."""
-    import platformdirs
+    """The user cache dir, where article indexes are kept (the config cache's own dir:
+    worked out without importing platformdirs in the plain cases, as the other dirs are)."""
+    from gateway.config.find import user_dir
 
-    from gateway.config import APP_NAME
-
-    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    return user_dir("cache")
 
 
 ARTICLES_FIX = (
