@@ -18,7 +18,11 @@ def main(root: str, base_url: str, n: int, mode: str) -> None:
     sys.path.insert(0, root)
     from gateway.clock import SystemClock
     from gateway.config import Config, Deployment
-    from gateway.engine import Engine
+
+    try:
+        from gateway.engine.loop import Engine
+    except ImportError:  # a tree from before the engine had a package of its own
+        from gateway.engine import Engine  # type: ignore[attr-defined,no-redef]
     from gateway.model import ProviderKind, Request
     from gateway.providers import build_provider
 

@@ -98,7 +98,7 @@ def _config(base_url: str) -> Any:
 
 def _engine(config: Any, providers: Any, store: Any = None) -> Any:
     from gateway.clock import SystemClock
-    from gateway.engine import Engine
+    from gateway.engine.loop import Engine
     from gateway.state.memory import MemoryStore
     from gateway.tokens import count_tokens
 
@@ -156,7 +156,7 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
                 raise AssertionError(f"loopback answered {reply.status_code}")
             return reply.content
 
-        def fresh(deployment: Any, key: Any) -> Any:  # what cli.wiring does
+        def fresh(deployment: Any, key: Any) -> Any:  # what cli.runtime.wiring does
             return build_provider(deployment, key)
 
         kept: dict[str, Any] = {}

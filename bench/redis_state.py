@@ -41,7 +41,7 @@ import json, sys, time
 from pathlib import Path
 from gateway.model import ErrorKind
 from gateway.state.file import FileStore
-from gateway.state.location import RedisURL
+from gateway.config.location import RedisURL
 from gateway.state.redis import RedisStore
 
 url, name, n, first = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
@@ -106,9 +106,9 @@ class _Server:
 
 
 def _stores(ctx: Context, url: str) -> tuple[Any, Any]:
+    from gateway.config.location import RedisURL
     from gateway.model import ErrorKind
     from gateway.state.file import FileStore
-    from gateway.state.location import RedisURL
     from gateway.state.redis import RedisStore
 
     folder = ctx.folder("redis-state")
@@ -124,13 +124,13 @@ def _stores(ctx: Context, url: str) -> tuple[Any, Any]:
 
 def _round_trips(server: _Server) -> Row:
     from bench.inproc import ANSWER, _config, _engine, _InMemoryProvider
+    from gateway.config.location import RedisURL
     from gateway.model import Reply, Request
-    from gateway.state.location import RedisURL
     from gateway.state.redis import RedisStore
 
     provider = _InMemoryProvider(Reply(text=ANSWER, finish_reason="stop", model="gpt-4o-mini"))
     config = _config("http://127.0.0.1:9/v1")  # never called: the provider is in memory
-    from gateway.credentials import record_names
+    from gateway.engine.credentials import record_names
 
     # As the CLI opens it: knowing every name the config can have a record under.
     store = RedisStore(
@@ -151,9 +151,9 @@ def _round_trips(server: _Server) -> Row:
 
 
 def _state_work(ctx: Context, server: _Server) -> Row:
-    from gateway.credentials import key_name
+    from gateway.config.location import RedisURL
+    from gateway.engine.credentials import key_name
     from gateway.secret import Secret
-    from gateway.state.location import RedisURL
     from gateway.state.redis import RedisStore
 
     file_store, _ = _stores(ctx, server.url)

@@ -1,5 +1,5 @@
 """`python -m cli` runs the same command line as the `support-ask` script."""
 
-from cli.app import main
+from cli.shell.app import main
 
 main(prog_name="support-ask")

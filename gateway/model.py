@@ -102,7 +102,7 @@ class Timer(StrEnum):
 
 @dataclass(frozen=True)
 class Failure:
-    """One classified failure: the output of `gateway.errors`.
+    """One classified failure: the output of `gateway.classify.errors`.
 
     `retry_after` is the server-directed wait in seconds (any form: header, body, message),
     or None when the server named none. `detail` is a short human sentence; it never holds

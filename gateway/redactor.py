@@ -8,7 +8,7 @@ details), so the answer on stdout, the JSON, the attempts table, the attempt log
 state file never hold a key even when a proxy echoes one back; and the CLI applies the
 same one where text leaves the process (stdout, stderr, the `-v` log).
 
-Matching is by exact value, not by shape: `gateway.errors.redact` already hides anything
+Matching is by exact value, not by shape: `gateway.classify.errors.redact` already hides anything
 shaped like a key in error details; this catches a key of any shape, in any text.
 """
 
@@ -143,12 +143,11 @@ class RedactingProvider:
 def redactor_for(config: Config, environ: Mapping[str, str]) -> Redactor:
     """The run's one redactor: every value of the config's key variables (usable or not:
     a value refused as a key is still a secret), secret header values, proxy passwords."""
-    from gateway.credentials import variables
     from gateway.providers.redaction import secret_values
 
     found: list[str] = []
     for d in config.all_deployments():
-        for variable in variables(d):  # each of a deployment's several keys
+        for variable in d.key_variables:  # each of a deployment's several keys
             value = environ.get(variable, "").strip()
             found += [value, *value.splitlines()]
         found += secret_values(dict(d.headers))

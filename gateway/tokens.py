@@ -57,7 +57,7 @@ def estimate(text: str) -> int:
     about 3.5, is underestimated by as much; a CJK character is about one token. Exact
     counts cost the tokenizer's load (a tenth of a second) per process, more than a warm
     question over a whole help centre; the windows, where a token too many is an error,
-    are still checked with exact counts (`gateway.engine`).
+    are still checked with exact counts (`gateway.engine.loop`).
     """
     if text.isascii():
         return (len(text) + 3) // 4

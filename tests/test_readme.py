@@ -106,7 +106,7 @@ def test_the_json_example_has_the_fields_the_readme_names(offline_env: dict[str,
 
 
 def test_the_readme_exit_code_table_matches_the_cli() -> None:
-    from cli.exitcodes import ExitCode
+    from cli.runtime.exitcodes import ExitCode
 
     table = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", README, flags=re.M))
     assert {int(c) for c in table} == {int(e) for e in ExitCode}

@@ -12,8 +12,8 @@ from gateway.config.model import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from gateway.config.location import RedisURL
     from gateway.config.model import Config
-    from gateway.state.location import RedisURL
 
 CONFIG_ENV = "SUPPORT_ASK_CONFIG"
 STATE_ENV = "SUPPORT_ASK_STATE"
@@ -101,7 +101,7 @@ def resolve_state(flag: str | None, environ: Mapping[str, str], config: Config) 
     if given:
         if "://" not in given:  # a path: the common case needs no URL parsing at all
             return Path(given).expanduser()
-        from gateway.state.location import parse_location
+        from gateway.config.location import parse_location
 
         return parse_location(given)
     if config.state.url is not None:

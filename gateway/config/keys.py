@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gateway.config.model import Config, ConfigError, Deployment
-from gateway.credentials import variables
 from gateway.secret import KeyValueError, read_key
 
 
@@ -31,7 +30,7 @@ def key_errors(config: Config, environ: Mapping[str, str]) -> list[ConfigError]:
     errors: list[ConfigError] = []
     seen: set[str] = set()
     for path, d in _keyed(config):
-        for variable in variables(d):
+        for variable in d.key_variables:
             if variable in seen:
                 continue  # one variable shared by several deployments: said once
             seen.add(variable)

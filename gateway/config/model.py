@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gateway.model import ProviderKind
 
 if TYPE_CHECKING:
-    from gateway.state.location import RedisURL
+    from gateway.config.location import RedisURL
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -78,7 +78,7 @@ class Deployment:
     model: str | None = None
     api_key_env: str | None = None  # the (first) key's variable
     # Every key variable, in the order they are tried, when the config gave a list; () when
-    # it named one (then `api_key_env` is the only one): `gateway.credentials.variables`.
+    # it named one (then `api_key_env` is the only one): see `key_variables`.
     api_key_envs: tuple[str, ...] = ()
     key_strategy: KeyStrategy = KeyStrategy.IN_ORDER
     base_url: str | None = None
@@ -86,12 +86,19 @@ class Deployment:
     headers: tuple[tuple[str, str], ...] = ()  # extra request headers (openai-compatible)
     price: Price | None = None  # None: what its calls cost is not known
 
+    @property
+    def key_variables(self) -> tuple[str, ...]:
+        """The deployment's key variables, in the order they are tried (none offline)."""
+        if self.provider.offline or not self.api_key_env:
+            return ()
+        return self.api_key_envs or (self.api_key_env,)
+
 
 @dataclass(frozen=True)
 class StateSettings:
     """Where the shared state lives besides `Config.state_path`: a Redis server, if any.
 
-    `url` (a `gateway.state.location.RedisURL`, whose password is a secret) selects the
+    `url` (a `gateway.config.location.RedisURL`, whose password is a secret) selects the
     Redis store; `prefix` starts every key, so teams can share a server; the timeouts
     (seconds) bound what a Redis that is down or slow can cost a question.
     """

@@ -528,7 +528,7 @@ class _Reader:
         url_node = entries.get("url", (None, None))[1]
         text = self.optional_text(url_node, "state.url", secret=True)
         if text is not None and url_node is not None:
-            from gateway.state.location import SCHEMES, LocationError, RedisURL
+            from gateway.config.location import SCHEMES, LocationError, RedisURL
 
             if not text.startswith(SCHEMES):
                 self.fail(url_node, "state.url", "expected a redis:// or rediss:// URL")

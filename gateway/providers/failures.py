@@ -1,7 +1,7 @@
 """ProviderErrors for what the wire protocol itself proves wrong.
 
 Not an HTTP error status or a foreign exception (those the client hands to
-`gateway.errors` to classify), but a 2xx that breaks the protocol: a body that is not
+`gateway.classify.errors` to classify), but a 2xx that breaks the protocol: a body that is not
 JSON, a stream cut before its end marker, an error inside a 200, the attempt's deadline.
 """
 
@@ -19,14 +19,14 @@ def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
     The kind is what the protocol says happened; what to do about it stays the
     classifier's table (`errors.default_decision`), so nothing is decided here.
     """
-    from gateway import errors
+    from gateway.classify import errors
 
     return ProviderError(Failure(kind, errors.default_decision(kind), errors.redact(detail)))
 
 
 def stream_error(payload: object, *, now: float) -> ProviderError:
     """An error carried inside a 200 (an error event or frame, an error choice)."""
-    from gateway import errors
+    from gateway.classify import errors
 
     return ProviderError(errors.classify_stream_error(payload, now=now))
 

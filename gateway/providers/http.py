@@ -9,7 +9,7 @@ What lives here and nowhere else:
 - each attempt held to its deadline (`deadline`): checked between chunks on the injected
   `Clock`, and the socket in use handed to the watchdog; the DNS lookup before a direct
   connection, which no socket timeout reaches, bounded by the connect timeout (`resolve`);
-- status, headers and body of a non-2xx handed to `gateway.errors.classify_response`, and
+- status, headers and body of a non-2xx handed to `gateway.classify.errors.classify_response`, and
   every transport exception to `classify_exception`, raised as `ProviderError` (the
   classifier is imported on the first failure: a good answer never loads it);
 - a streamed reply read frame by frame (`sse`), so a delta reaches `on_text` as soon as
@@ -293,7 +293,9 @@ class HttpClient:
             if self._sockets:
                 deadline.stream = response.extensions.get("network_stream", deadline.stream)
             if not response.is_success:
-                from gateway import errors  # the classifier loads only when something failed
+                from gateway.classify import (
+                    errors,  # the classifier loads only when something failed
+                )
 
                 body = self._error_body(response, deadline)
                 raise ProviderError(
@@ -329,7 +331,7 @@ class HttpClient:
                 outcome = f"{outcome} deadline"
                 raise self._timed_out(deadline, late, silent=response is None) from None
             outcome = f"{outcome} {type(exc).__name__}"
-            from gateway import errors
+            from gateway.classify import errors
 
             failure = errors.classify_exception(exc)
             if response is None and failure.kind is ErrorKind.TIMEOUT:

@@ -146,7 +146,7 @@ class ResolvingBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-# httpcore's exceptions and the httpx ones the client (and gateway.errors) understand;
+# httpcore's exceptions and the httpx ones the client (and gateway.classify.errors) understand;
 # checked in order, so a subclass comes before its base.
 _TRANSLATED: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
     (httpcore.ConnectTimeout, httpx.ConnectTimeout),

@@ -29,10 +29,10 @@ import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gateway.config.location import RedisURL
 from gateway.model import Cooldown, CooldownBasis, ErrorKind
 from gateway.secret import Secret
 from gateway.state import codec, rules
-from gateway.state.location import RedisURL
 from gateway.state.records import DEFAULT_LIMITS, Lease, Limits, Snapshot, State
 
 if TYPE_CHECKING:

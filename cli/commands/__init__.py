@@ -1,0 +1,1 @@
+"""One module per command: ask, batch, config, cooldowns, eval, index, simulate, stats."""

@@ -1,0 +1,139 @@
+"""How `batch` asks each question and writes its record: as `ask` does, through the run's
+one engine and one opened help centre (its passages within the budget, compacted for a
+smaller window; its lines in the attempt log; the object `ask --json` prints),
+and which exit code the batch ends with (the most serious any question earned)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from cli.runtime.exitcodes import ExitCode, exit_code_for
+
+if TYPE_CHECKING:
+    from cli.terminal.diag import Diag
+    from gateway.batch import BadLine, Question
+    from gateway.config import Config
+    from gateway.knowledge.index import Index
+    from gateway.model import Request, Result
+    from gateway.observe.attemptlog import AttemptLog
+    from gateway.redactor import Redactor
+    from gateway.seams import Compactor, StateStore
+
+# Worst first: a bug, then a question no deployment could answer (needs a look), then
+# one that may succeed later (`--resume` after a while), then bad input lines, refusals.
+_SEVERITY = (
+    ExitCode.INTERNAL,
+    ExitCode.UNAVAILABLE,
+    ExitCode.TEMPFAIL,
+    ExitCode.DATAERR,
+    ExitCode.REFUSED,
+    ExitCode.ANSWERED,
+)
+
+
+class Asker:
+    """Each question through the run's one engine, as `ask` asks it: its request (its own
+    product, else --product; the passages of `index` that answer it, within `budget`,
+    fewer for a smaller window), its lines in the attempt log, the exit code it earned.
+    `index` is called from every worker: a thread-safe one (`knowledge.shared.Shared`)."""
+
+    def __init__(
+        self,
+        config: Config,
+        index: Index | None,
+        budget: int | None,
+        engine_ask: Callable[[Request, Compactor], Result],
+        log: AttemptLog | None,
+        redactor: Redactor,
+        product: str | None,
+        diag: Diag,
+        *,
+        debug: bool = False,
+    ) -> None:
+        self._config = config
+        self._index = index
+        self._budget = budget
+        self._engine_ask = engine_ask
+        self._log = log
+        self._redactor = redactor
+        self._product = product
+        self._diag = diag
+        self._debug = debug
+        self._lock = threading.Lock()
+        self._seen: set[ExitCode] = set()
+
+    def ask(self, question: Question) -> Result:
+        from cli.commands.ask import log_question
+        from cli.runtime import wiring
+
+        product = question.product or self._product
+        prompts = wiring.prompting(
+            self._config, question.text, self._index, budget=self._budget, product=product
+        )
+        result = self._engine_ask(prompts.request(), prompts)
+        self.earned(exit_code_for(result))
+        if self._log is not None:
+            text = self._redactor.scrub(question.text)
+            log_question(self._log, self._config, result, text, now=time.time())
+        return result
+
+    def by_fallback(self, result: Result) -> bool:
+        from gateway.model import Status
+        from gateway.observe.attemptlog import first_of_route
+
+        served = result.status in (Status.ANSWERED, Status.REFUSED)
+        return served and result.deployment != first_of_route(self._config, result.routed)
+
+    def crashed(self, question: Question, exc: Exception) -> None:
+        self.earned(ExitCode.INTERNAL)
+        if self._debug:
+            import traceback
+
+            traceback.print_exception(exc, file=self._diag.stream)
+        self._diag.error(
+            f"internal error on the question with id {question.id!r} ({type(exc).__name__}: {exc})",
+            fix="this is a bug in support-ask: run again with --debug for the traceback, "
+            "and report it",
+        )
+
+    def earned(self, code: ExitCode) -> None:
+        with self._lock:
+            self._seen.add(code)
+
+    def worst(self) -> ExitCode:
+        """The batch's exit code: the most serious any question earned."""
+        with self._lock:
+            return next((c for c in _SEVERITY if c in self._seen), ExitCode.ANSWERED)
+
+
+class JsonRecords:
+    """The object of each output line, after its `id` (and a bad line's `line`)."""
+
+    def __init__(self, store: StateStore, config: Config, environ: Mapping[str, str]) -> None:
+        self._store = store
+        self._config = config
+        self._environ = environ
+
+    def result(self, question: Question, result: Result) -> dict[str, object]:
+        from cli.commands.ask import error_extra, retry_after_for
+        from cli.terminal.output import json_object
+
+        # Exactly what `ask --json` prints, built by the same code.
+        retry_after = retry_after_for(result, self._store, self._config, self._environ)
+        return json_object(result, error_extra(result, retry_after))
+
+    def bad_line(self, bad: BadLine) -> dict[str, object]:
+        from cli.runtime.failure import Failure, failure_json
+
+        fix = 'one question per line, or JSON Lines: {"id": ..., "question": ...}'
+        return failure_json(Failure(ExitCode.DATAERR, f"line {bad.line}: {bad.reason}", fix))
+
+    def crashed(self, question: Question, exc: Exception) -> dict[str, object]:
+        from cli.runtime.failure import failure_json, failure_of
+
+        failure = failure_of(exc)
+        assert failure is not None  # an Exception always means something
+        return failure_json(failure)

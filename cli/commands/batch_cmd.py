@@ -1,0 +1,435 @@
+"""`support-ask batch FILE|-`: a backlog of questions through one engine, concurrently.
+
+The questions (JSON Lines or plain text, see gateway.batch.source) go through ONE
+engine: one loaded config, one opened help centre, one state store, kept-alive
+connections, cooldowns shared by every worker. Each result is a line on stdout (or
+`--out FILE`): the question's `id`, then exactly the object `ask --json` prints. The
+runner itself (input, resume, limiter, writer, threads) is gateway.batch; this module
+wires it to the real engine, the attempt log, signals and the progress display.
+
+Judgement calls:
+- Records are written in the order questions finish, each carrying its id: waiting to
+  write in input order would hold results in memory behind one slow question.
+- `--out` without `--resume` replaces the file, as a shell's `>` would; with `--resume`
+  the file is appended to and the last record of an id is the one that counts.
+- The exit code is the most serious outcome of any question (cli.commands.batch_ask), so a
+  cron job can tell "all answered" (0) from "retry later" (75) from "look at this" (69).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, BinaryIO
+
+import typer
+
+from cli.commands.ask import AskOptions
+from cli.runtime import options
+from cli.runtime.exitcodes import ExitCode
+from gateway.batch.source import Format
+
+if TYPE_CHECKING:
+    from cli.terminal.batch_view import LineReport, LiveBar
+    from cli.terminal.diag import Diag
+    from gateway.batch import BatchRunner, ItemId, Progress
+    from gateway.config import Config
+    from gateway.knowledge.index import Index
+    from gateway.redactor import Redactor
+
+STDIN = "-"
+DEFAULT_CONCURRENCY = 4
+DEFAULT_EVERY_S = 10.0
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    source: str  # a path, or "-" for stdin
+    ask: AskOptions = field(default_factory=AskOptions)  # the options shared with `ask`
+    out: Path | None = None
+    resume: bool = False
+    concurrency: int = DEFAULT_CONCURRENCY
+    format: Format = Format.AUTO
+    every: float = DEFAULT_EVERY_S
+    quiet: bool = False
+
+
+# -- running ------------------------------------------------------------------------------
+
+
+def run_batch(opts: BatchOptions, diag: Diag) -> int:
+    from cli.commands.ask import session
+    from cli.runtime.wiring import CliError
+
+    if opts.resume and opts.out is None:
+        raise CliError(
+            "--resume needs --out FILE: it reads the ids already answered from that file",
+            ExitCode.USAGE,
+            fix="support-ask batch questions.jsonl --out answers.jsonl --resume",
+        )
+    if opts.concurrency < 1:
+        raise CliError("--concurrency must be at least 1", ExitCode.USAGE)
+    if opts.every < 0:
+        raise CliError("--progress-every must be 0 (never) or more seconds", ExitCode.USAGE)
+    _check_source(opts.source)
+    with session(opts.ask, diag) as (config, redactor):
+        return _batch(opts, diag, config, redactor)
+
+
+def _check_source(source: str) -> None:
+    from cli.runtime.wiring import CliError
+
+    if source == STDIN:
+        return
+    path = Path(source)
+    if not path.exists():
+        raise CliError(
+            f"the questions file {source} does not exist",
+            ExitCode.NOINPUT,
+            fix="pass a file of questions (JSON Lines or one per line), or - for stdin",
+        )
+    if path.is_dir():
+        raise CliError(
+            f"{source} is a folder, not a file of questions",
+            ExitCode.NOINPUT,
+            fix="pass a file of questions (JSON Lines or one per line), or - for stdin",
+        )
+
+
+def _batch(opts: BatchOptions, diag: Diag, config: Config, redactor: Redactor) -> int:
+    from cli.commands.ask import open_help_centre
+    from cli.runtime import wiring
+
+    ask_opts = opts.ask
+    # A bad prompt is a config error before the first question, not a record per line.
+    wiring.request_for(config, "-", None, budget=None, product=ask_opts.product)
+    # Opened (indexed, refreshed) once for every question, before the first.
+    index, budget = open_help_centre(ask_opts, config, diag)
+    try:
+        return _answer(opts, diag, config, redactor, index, budget)
+    except BaseException:
+        if index is not None:
+            index.close()
+        raise
+
+
+def _answer(
+    opts: BatchOptions,
+    diag: Diag,
+    config: Config,
+    redactor: Redactor,
+    index: Index | None,
+    budget: int | None,
+) -> int:
+    from cli.commands.ask import open_attempt_log, warn_fallback_rate
+    from cli.runtime import wiring
+    from cli.terminal.diag import is_tty
+    from gateway.batch import BatchRunner, Limiter, RecordWriter, prepare, read_items
+    from gateway.clock import SystemClock
+    from gateway.knowledge.shared import Shared
+
+    ask_opts = opts.ask
+    environ = ask_opts.environ
+    store = wiring.open_store(
+        wiring.state_location(ask_opts.state, environ=environ, config=config),
+        warn=diag.warn,
+        config=config,
+    )
+    log = open_attempt_log(ask_opts, config, diag)
+
+    done: frozenset[ItemId] = frozenset()
+    if opts.resume and opts.out is not None:
+        done = prepare(opts.out, warn=diag.warn).done
+
+    clock = SystemClock()
+    limiter = Limiter(opts.concurrency, clock=clock)
+    engine = wiring.build_engine(
+        config,
+        store=store,
+        clock=clock,
+        sleeper=clock,
+        rng=clock,
+        environ=environ,
+        on_attempt=limiter.observe,
+        redactor=redactor,
+    )
+    from cli.commands.batch_ask import Asker, JsonRecords
+
+    asker = Asker(
+        config,
+        None if index is None else Shared(index),
+        budget,
+        lambda request, prompts: engine.ask(request, compact=prompts),
+        log,
+        redactor,
+        ask_opts.product,
+        diag,
+        debug=ask_opts.debug,
+    )
+    live = diag.animate and not (opts.out is None and is_tty(sys.stdout))
+    view = _view(diag, live, opts.every)
+    with _input(opts.source) as lines, _output(opts.out, append=opts.resume) as out:
+        total = _count_lines(opts.source)
+        runner = BatchRunner(
+            read_items(lines, opts.format),
+            ask=asker.ask,
+            records=JsonRecords(store, config, environ),
+            writer=RecordWriter(out, scrub=redactor.scrub if redactor else None),
+            limiter=limiter,
+            clock=clock,
+            by_fallback=asker.by_fallback,
+            done=done,
+            total=total,
+            on_tick=view.tick,
+            on_crash=asker.crashed,
+        )
+        with _signals(runner) as got, view:
+            progress = _run(runner, opts)
+        if not runner.aborted:  # else workers may still be using them: the exit frees them
+            engine.close()
+            if index is not None:
+                index.close()
+
+    stopped = _signal_name(got[0]) if got else None
+    where = str(opts.out) if opts.out is not None else "stdout"
+    from cli.terminal.batch_view import summary_line
+
+    diag.detail(summary_line(progress, stopped=stopped, out=where))
+    if log is not None:
+        warn_fallback_rate(log, config, diag, now=time.time())
+    if got:
+        return ExitCode(128 + got[0])  # as a shell reports the signal (cli.runtime.signals)
+    if progress.done == 0 and not progress.total:
+        diag.error(
+            "the input holds no questions",
+            fix="one question per line, or JSON Lines with a question field",
+        )
+        return ExitCode.NOINPUT
+    if progress.invalid:
+        asker.earned(ExitCode.DATAERR)
+    return asker.worst()
+
+
+def _run(runner: BatchRunner, opts: BatchOptions) -> Progress:
+    from cli.runtime.wiring import CliError
+    from gateway.batch import InputError
+
+    try:
+        return runner.run()
+    except InputError as exc:
+        raise CliError(f"reading {opts.source} failed: {exc}", ExitCode.NOINPUT) from None
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise CliError(
+            f"writing {opts.out or 'stdout'} failed: {exc.strerror or exc}",
+            ExitCode.IO_ERROR,
+            fix="free some space or pick another --out; then run again with --resume",
+        ) from None
+
+
+@contextmanager
+def _input(source: str) -> Iterator[BinaryIO]:
+    if source == STDIN:
+        yield sys.stdin.buffer
+        return
+    with open(source, "rb") as f:
+        yield f
+
+
+@contextmanager
+def _output(path: Path | None, *, append: bool) -> Iterator[BinaryIO]:
+    if path is None:
+        yield sys.stdout.buffer
+        return
+    from cli.runtime.wiring import CliError
+
+    try:
+        # Unbuffered: each record reaches the file with its own write.
+        f = open(path, "ab" if append else "wb", buffering=0)  # noqa: SIM115
+    except OSError as exc:
+        raise CliError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            ExitCode.IO_ERROR,
+            fix="pick an --out in a folder you can write to",
+        ) from None
+    with f:
+        yield f
+
+
+def _count_lines(source: str) -> int | None:
+    """Lines in a regular file (for the ETA); None for a pipe, whose end is unknown."""
+    if source == STDIN or not Path(source).is_file():
+        return None
+    count = 0
+    last = b"\n"
+    with open(source, "rb") as f:
+        while chunk := f.read(1 << 20):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextmanager
+def _signals(runner: BatchRunner) -> Iterator[list[int]]:
+    """The first Ctrl-C / SIGTERM / SIGHUP stops taking questions; the second stops
+    waiting for those in flight. Yields the signals received (the first decides the exit
+    code, as a shell reports it: 128 + its number)."""
+    got: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if got:
+            runner.abort()
+        else:
+            got.append(signum)
+            runner.stop()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield got  # only the main thread may set handlers (an embedding test runner)
+        return
+    # `nohup` asked for SIGHUP to be ignored: keep it so.
+    wanted = [s for s in _STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+    saved = {s: signal.signal(s, handler) for s in wanted}
+    try:
+        yield got
+    finally:
+        for s, old in saved.items():
+            signal.signal(s, old)
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _view(diag: Diag, live: bool, every: float) -> LineReport | LiveBar:
+    from cli.terminal.batch_view import LineReport, LiveBar
+
+    return LiveBar(diag.console()) if live else LineReport(diag, every)
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("batch")
+    def batch(
+        source: Annotated[
+            str,
+            typer.Argument(
+                help='The questions: JSON Lines ({"id", "question", "product"}) or '
+                "one question per line (its line number is its id); - reads stdin.",
+                metavar="FILE",
+                show_default=False,
+            ),
+        ],
+        out: Annotated[
+            Path | None,
+            typer.Option(
+                "--out",
+                "-o",
+                metavar="FILE",
+                help="Write the results here (else stdout); replaced unless --resume.",
+            ),
+        ] = None,
+        resume: Annotated[
+            bool,
+            typer.Option(
+                "--resume",
+                help="Skip the ids already answered in --out and append the rest.",
+            ),
+        ] = False,
+        concurrency: Annotated[
+            int,
+            typer.Option(
+                "--concurrency",
+                "-j",
+                metavar="N",
+                help="Questions in flight at once (fewer while a provider rate-limits).",
+            ),
+        ] = DEFAULT_CONCURRENCY,
+        input_format: Annotated[
+            Format,
+            typer.Option(
+                "--format",
+                help="The input's format; auto: JSON Lines when the first line starts with {.",
+            ),
+        ] = Format.AUTO,
+        articles: options.Articles = None,
+        config: options.Config = None,
+        state: options.State = None,
+        product: options.Product = None,
+        quiet: Annotated[
+            bool,
+            typer.Option(
+                "--quiet",
+                "-q",
+                help="No progress bar or warnings: periodic one-line summaries, and the "
+                "summary at the end.",
+            ),
+        ] = False,
+        every: Annotated[
+            float,
+            typer.Option(
+                "--progress-every",
+                metavar="SECONDS",
+                help="Off a terminal (or with -q): a progress line this often (0: none).",
+            ),
+        ] = DEFAULT_EVERY_S,
+        verbose: options.Verbose = 0,
+        debug: options.Debug = False,
+        log: options.Log = None,
+        no_log: options.NoLog = False,
+        deployment: options.Deployments = None,
+        budget: options.Budget = None,
+        timeout: options.Timeout = None,
+        max_article_tokens: options.MaxArticleTokens = None,
+    ) -> None:
+        """Answer a file of questions concurrently, one JSON line per question."""
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        diag = Diag(quiet=quiet)
+        opts = BatchOptions(
+            source=source,
+            ask=AskOptions(
+                articles=tuple(articles or ()),
+                config=config,
+                state=state,
+                product=product,
+                quiet=quiet,
+                verbose=verbose,
+                debug=debug,
+                log=log,
+                no_log=no_log,
+                deployments=tuple(deployment or ()),
+                budget=budget,
+                timeout=timeout,
+                max_article_tokens=max_article_tokens,
+                environ=dict(os.environ),
+            ),
+            out=out,
+            resume=resume,
+            concurrency=concurrency,
+            format=input_format,
+            every=every,
+            quiet=quiet,
+        )
+        guarded(diag, debug, lambda: run_batch(opts, diag))
+
+
+__all__ = ["BatchOptions", "register", "run_batch"]

@@ -1,0 +1,347 @@
+"""`support-ask config check`: validate the config and show what it resolves to: where it
+came from, each deployment (window, policy with overrides), the long-context deployment,
+the prompt, the state and log files, and which key variables are set (never their values).
+`config init` writes the commented sample config (a pip install has no sample-config.yaml).
+
+Plain text on stdout, one fact a line: it reads at any terminal width and greps well; or
+one JSON object with `--json`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.runtime.common import CONFIG_HELP, STATE_HELP, can_call
+
+if TYPE_CHECKING:
+    from cli.terminal.diag import Diag
+    from gateway.config import Config, Deployment, Policy
+    from gateway.config.location import RedisURL
+
+SET = "✓ set"
+UNSET = "✗ not set"
+UNUSABLE = "✗ unusable"
+
+
+def policy_overrides(deployment: Deployment, base: Policy) -> str:
+    """The fields this deployment changes from the top-level policy, e.g. 'retries=1'."""
+    changed = [
+        f"{f.name}={getattr(deployment.policy, f.name):g}"
+        for f in fields(deployment.policy)
+        if getattr(deployment.policy, f.name) != getattr(base, f.name)
+    ]
+    return ", ".join(changed) if changed else "the top-level policy"
+
+
+def policy_text(policy: Policy) -> str:
+    return ", ".join(f"{f.name}={getattr(policy, f.name):g}" for f in fields(policy))
+
+
+def key_status(deployment: Deployment, environ: Mapping[str, str]) -> str:
+    from gateway.engine.credentials import variables
+    from gateway.model import ProviderKind
+
+    if deployment.provider is ProviderKind.LOCAL:
+        return "none needed (offline)"
+    names = variables(deployment)
+    if not names:
+        return "none configured"
+    from gateway.secret import KeyValueError, read_key
+
+    said = []
+    for variable in names:
+        try:
+            state = SET if read_key(environ, variable) else UNSET
+        except KeyValueError as exc:
+            state = f"{UNUSABLE}: it {exc.problem}"  # what is wrong, never the value
+        said.append(f"{variable} {state}")
+    if len(names) > 1:
+        said.append(f"({deployment.key_strategy})")
+    return ", ".join(said[:-1]) + " " + said[-1] if len(names) > 1 else said[0]
+
+
+def search_order() -> str:
+    from gateway.config import CONFIG_ENV, user_config_file
+
+    return f"--config, ${CONFIG_ENV}, ./support-ask.yaml, {user_config_file()}"
+
+
+def describe_deployment(d: Deployment, base: Policy, environ: Mapping[str, str]) -> list[str]:
+    from gateway.model import ProviderKind
+
+    what = " ".join(p for p in (str(d.provider), d.model) if p)
+    lines = [
+        f"{d.name}: {what}, window {d.context_window:,} tokens",
+        f"key: {key_status(d, environ)}",
+    ]
+    if d.provider is not ProviderKind.LOCAL:
+        lines.append(f"base_url: {d.base_url or '(the provider default)'}")
+    if d.api_version:
+        lines.append(f"api_version: {d.api_version}")
+    if d.headers:
+        lines.append(f"headers: {', '.join(name for name, _ in d.headers)}")
+    lines.append(f"policy: {policy_overrides(d, base)}")
+    return lines
+
+
+def deployment_json(d: Deployment, environ: Mapping[str, str]) -> dict[str, object]:
+    """One deployment for `config check --json`: never a key's value, only whether it is set."""
+    from gateway.engine.credentials import variables
+
+    return {
+        "name": d.name,
+        "provider": str(d.provider),
+        "model": d.model,
+        "context_window": d.context_window,
+        "api_key_env": d.api_key_env,
+        "key_set": bool(d.api_key_env and environ.get(d.api_key_env, "").strip()),
+        "keys": [{"variable": v, "set": bool(environ.get(v, "").strip())} for v in variables(d)],
+        "key_strategy": str(d.key_strategy),
+        "callable": can_call(d, environ),
+        "base_url": d.base_url,
+        "api_version": d.api_version,
+        "headers": [name for name, _ in d.headers],
+        "policy": asdict(d.policy),
+    }
+
+
+def state_check(state: Path | RedisURL, config: Config, diag: Diag) -> str | None:
+    """None when the state can be reached (a file always can: it is made on first use);
+    for Redis, whether it answered a PING, else why not. Said as a warning, not an error:
+    without Redis every question still runs, on the local file."""
+    if isinstance(state, Path):
+        return None
+    from cli.runtime import wiring
+    from gateway.state.redis import RedisStore
+
+    store = wiring.open_store(state, warn=lambda _: None, config=config, read_only=True)
+    assert isinstance(store, RedisStore)
+    try:
+        problem = store.check()
+    finally:
+        store.close()
+    if problem is not None:
+        diag.warn(
+            f"Redis at {state} is not reachable ({problem}): questions will keep their "
+            "cooldowns in the local state file until it is"
+        )
+    return problem
+
+
+def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_json: bool) -> int:
+    from cli.runtime import wiring
+    from cli.runtime.exitcodes import ExitCode
+    from gateway.config import BUNDLED_SOURCE, ConfigError
+    from gateway.observe.attemptlog import resolve_log_path
+    from prompts import PromptError, load_prompt, template_warnings
+
+    environ = os.environ
+    try:
+        config = wiring.load_settings(config_flag, environ=environ, notice=lambda _: None)
+    except ConfigError as exc:
+        if not as_json:
+            raise
+        every = [p.as_json() for p in exc.problems]
+        _write_json({"config": exc.file, "valid": False, "problems": every})
+        for found in exc.problems:
+            diag.error(str(found))
+        return ExitCode.CONFIG
+    out: list[str] = []
+    problems: list[str] = []
+    listed: list[dict[str, object]] = []  # the same problems, for --json
+
+    out.append(f"config: {config.source}")
+    if config.source == BUNDLED_SOURCE:
+        out.append(f"  (no config file found; searched {search_order()})")
+    out.append(f"product: {config.product}")
+    try:
+        template = load_prompt(config.prompt)
+        shown = "the bundled portable prompt" if config.prompt is None else config.prompt
+        out.append(f"prompt: {shown}")
+        for warning in template_warnings(template):
+            diag.warn(warning)
+    except PromptError as exc:
+        out.append(f"prompt: {config.prompt} ✗")
+        problems.append(exc.message)
+        listed.append(
+            {"file": str(config.prompt), "line": None, "key": "prompt", "message": exc.message}
+        )
+    from gateway.config.keys import key_errors
+
+    for error in key_errors(config, environ):
+        problems.append(str(error))
+        listed.append(error.as_json())
+    out.append(f"max_output_tokens: {config.max_output_tokens}")
+    out.append(f"policy: {policy_text(config.policy)}")
+
+    out.append("deployments, tried in order:")
+    for number, d in enumerate(config.deployments, start=1):
+        first, *rest = describe_deployment(d, config.policy, environ)
+        out.append(f"  {number}. {first}")
+        out.extend(f"     {line}" for line in rest)
+    if config.long_context is None:
+        out.append("long_context: none (an input too large for the first window is refused)")
+    else:
+        first, *rest = describe_deployment(config.long_context, config.policy, environ)
+        out.append(f"long_context: {first}")
+        out.extend(f"     {line}" for line in rest)
+
+    state = wiring.state_location(state_flag, environ=environ, config=config)
+    reachable = state_check(state, config, diag)
+    if isinstance(state, Path):
+        out.append(f"state: {state}{'' if state.exists() else ' (not created yet)'}")
+    else:
+        said = "connected" if reachable is None else f"could not connect: {reachable}"
+        out.append(f"state: {state} (prefix {config.state.prefix}): {said}")
+    log = resolve_log_path(None, environ, config.log)
+    out.append(f"log: {log}{'' if config.log.enabled else ' (disabled)'}")
+    if config.max_fallback_rate is not None:
+        out.append(f"max_fallback_rate: {config.max_fallback_rate:g}")
+
+    if as_json:
+        lc = config.long_context
+        _write_json(
+            {
+                "config": config.source,
+                "valid": not problems,
+                "problems": listed,
+                "product": config.product,
+                "prompt": None if config.prompt is None else str(config.prompt),
+                "max_output_tokens": config.max_output_tokens,
+                "policy": asdict(config.policy),
+                "deployments": [deployment_json(d, environ) for d in config.deployments],
+                "long_context": None if lc is None else deployment_json(lc, environ),
+                "state": str(state),
+                "state_reachable": reachable is None,
+                "log": str(log),
+                "log_enabled": config.log.enabled,
+                "max_fallback_rate": config.max_fallback_rate,
+            }
+        )
+    else:
+        sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
+    if not any(can_call(d, environ) for d in config.deployments):
+        diag.warn(
+            "no deployment can be called as things stand: set a key variable marked ✗ "
+            "above, or add the offline `local` deployment"
+        )
+    if problems:
+        for problem in problems:
+            diag.error(problem)
+        return ExitCode.CONFIG
+    if not as_json:
+        sys.stdout.write(f"ok: {config.source} is valid\n")
+    return ExitCode.ANSWERED
+
+
+def _write_json(obj: dict[str, object]) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+STDOUT = Path("-")
+
+
+def init(target: Path | None, *, force: bool, diag: Diag) -> int:
+    """Write the commented sample config (the bundled default) where it will be found."""
+    from cli.runtime.exitcodes import ExitCode
+    from cli.runtime.wiring import CliError
+    from gateway.config import default_config_text, user_config_file
+
+    text = default_config_text()
+    if target == STDOUT:
+        sys.stdout.write(text)
+        return ExitCode.ANSWERED
+    path = (target or user_config_file()).expanduser()
+    if path.is_dir():
+        path = path / "support-ask.yaml"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL: never replace a config that appeared meanwhile, unless asked to.
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        raise CliError(
+            f"{path} already exists; not overwritten",
+            ExitCode.CANT_CREATE,
+            fix="pass --force to replace it, or name another file: support-ask config init PATH",
+        ) from None
+    except OSError as exc:
+        raise CliError(
+            f"cannot create {path}: {exc.strerror or exc}",
+            ExitCode.CANT_CREATE,
+            fix="name a file in a folder you can write: support-ask config init PATH",
+        ) from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    diag.notice(f"wrote the sample config to {path}")
+    diag.notice(
+        f"next: set the key variables it names, then `support-ask config check{_flag(path)}`"
+    )
+    return ExitCode.ANSWERED
+
+
+def _flag(path: Path) -> str:
+    """The --config a written file needs, unless it is in a place searched anyway."""
+    from gateway.config import user_config_file
+
+    searched = (Path.cwd() / "support-ask.yaml", user_config_file().absolute())
+    return "" if path.absolute() in searched else f" --config {path}"
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        name="config", help="Write or check the configuration.", no_args_is_help=True
+    )
+
+    @group.command("check")
+    def check_cmd(
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")
+        ] = None,
+        state: Annotated[
+            str | None, typer.Option("--state", help=STATE_HELP, metavar="FILE|URL")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print one JSON object (every problem, or all).")
+        ] = False,
+    ) -> None:
+        """Validate the config; show the deployments, policy, files, and which keys are set."""
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        diag = Diag()
+        guarded(diag, False, lambda: check(config, state, diag, as_json=as_json))
+
+    @group.command("init")
+    def init_cmd(
+        path: Annotated[
+            Path | None,
+            typer.Argument(
+                help="Where to write it (default: the user config dir's config.yaml, the "
+                "last place searched; a folder gets support-ask.yaml; `-` prints it).",
+                metavar="PATH",
+                show_default=False,
+            ),
+        ] = None,
+        force: Annotated[
+            bool, typer.Option("--force", help="Replace the file if it exists.")
+        ] = False,
+    ) -> None:
+        """Write the commented sample config (every key explained) to start from."""
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        diag = Diag()
+        guarded(diag, False, lambda: init(path, force=force, diag=diag))
+
+    app.add_typer(group)

@@ -1,0 +1,257 @@
+"""`support-ask cooldowns`: which deployments are being skipped, for how long, and why;
+`cooldowns reset [NAME]` clears them; `cooldowns path` prints the state file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.runtime.common import CONFIG_HELP, STATE_HELP, duration, local_time
+
+if TYPE_CHECKING:
+    from cli.terminal.diag import Diag
+    from gateway.config import Config
+    from gateway.config.location import RedisURL
+    from gateway.model import Cooldown
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")]
+StateOpt = Annotated[str | None, typer.Option("--state", help=STATE_HELP, metavar="FILE|URL")]
+
+
+def _setup(
+    config_flag: Path | None, state_flag: str | None, diag: Diag
+) -> tuple[Config, Path | RedisURL]:
+    from cli.runtime import wiring
+
+    # The "using the bundled default" notice is noise here: the listing names the file.
+    config = wiring.load_settings(config_flag, environ=os.environ, notice=lambda _: None)
+    return config, wiring.state_location(state_flag, environ=os.environ, config=config)
+
+
+def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json: bool) -> int:
+    from cli.runtime import wiring
+    from gateway.engine.credentials import current
+
+    # Read-only: a listing reports a bad state file, it never moves or rewrites it.
+    store = wiring.open_store(path, warn=diag.warn, config=config, read_only=True)
+    now = time.time()
+    seen = store.read(now, current(config, os.environ))
+    rows = [(c, "cooling") for c in sorted(seen.cooling.values(), key=lambda c: c.until)]
+    rows += [
+        (c, "probing" if c.name in seen.probing else "awaiting_probe")
+        for c in sorted(seen.due.values(), key=lambda c: c.name)
+    ]
+    # A key's cooldown taken with another value of its variable (another machine's key,
+    # or one since replaced) holds nothing back here; it is shown, marked so.
+    shown = {c.name for c, _ in rows}
+    rows += [
+        (c, "other_key")
+        for c in store.entries()
+        if c.name not in shown and c.credential is not None and c.until > now
+    ]
+    if as_json:
+        out = [_as_json(c, state, now) for c, state in rows]
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        return 0
+    if not rows:
+        sys.stdout.write(f"no deployment is cooling down (state: {path})\n")
+        return 0
+    from rich.table import Table
+
+    from cli.terminal.output import stdout_console
+
+    table = Table(title=f"cooling down (state: {path})", title_justify="left")
+    for column in ("deployment", "key", "time left", "reason", "how it ends", "trips", "started"):
+        table.add_column(column, overflow="fold")
+    for c, state in rows:
+        left = {
+            "cooling": duration(c.until - now),
+            "probing": "ended: a probe is in flight",
+            "awaiting_probe": "ended: the next call probes",
+            "other_key": f"{duration(c.until - now)}, for another value of the key",
+        }[state]
+        table.add_row(
+            c.deployment,
+            c.key_variable or "",
+            left,
+            reason(c),
+            ending(c),
+            str(c.trips),
+            local_time(c.started),
+        )
+    stdout_console().print(table)
+    return 0
+
+
+def reason(c: Cooldown) -> str:
+    """What classified the failure: its class, HTTP status and the provider's error code."""
+    return " ".join(str(p) for p in (c.kind, c.status, c.code) if p is not None)
+
+
+_ENDINGS = {
+    "policy": "after policy.cooldown",
+    "quota": "after policy.quota_cooldown (no reset named)",
+    "provider": "when the provider said",
+    "capped": "at policy.max_cooldown (a longer wait was asked for)",
+    "escalated": "doubled: the probe after the last one failed",
+}
+
+
+def ending(c: Cooldown) -> str:
+    """How the cooldown will end, in words."""
+    text = _ENDINGS[str(c.basis)]
+    if c.credential is not None:
+        text += f", or when {c.key_variable or 'the key'} changes"
+    return text + "; then one probe"
+
+
+def _as_json(c: Cooldown, state: str, now: float) -> dict[str, object]:
+    return {
+        "deployment": c.deployment,
+        "key": c.key_variable,
+        "state": state,
+        "seconds_left": round(max(0.0, c.until - now), 3),
+        "until": c.until,
+        "error_class": str(c.kind),
+        "status": c.status,
+        "code": c.code,
+        "started": c.started,
+        "trips": c.trips,
+        "ends": str(c.basis),
+        "bound_to_key": c.credential is not None,
+    }
+
+
+def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -> int:
+    from cli.runtime import wiring
+    from cli.runtime.exitcodes import ExitCode
+    from gateway.config.location import RedisURL
+
+    store = wiring.open_store(path, warn=diag.warn, config=config)
+    if isinstance(path, RedisURL):
+        from gateway.state.redis import RedisStore
+
+        assert isinstance(store, RedisStore)
+        problem = store.check()
+        if problem is not None:
+            raise wiring.CliError(
+                f"could not reach Redis at {path} ({problem}): nothing was cleared",
+                ExitCode.IO_ERROR,
+                fix="start Redis or correct state.url / --state, then run the reset again",
+            )
+    entries = store.entries()
+    recorded = {c.deployment for c in entries} | {c.name for c in entries}
+    if name is not None:
+        known = {d.name for d in config.all_deployments()}
+        if name not in known and name not in recorded:
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, sorted(known | recorded), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise wiring.CliError(
+                f"no deployment named '{name}'{hint}",
+                ExitCode.USAGE,
+                fix=f"name one of: {', '.join(sorted(known | recorded))}; or omit it to clear all",
+            )
+        if name not in recorded:
+            diag.notice(f"{name} was not cooling down")
+            return 0
+    # A deployment's name clears its keys' cooldowns too: the user thinks in deployments.
+    wanted = {c.name for c in entries if name is None or name in (c.name, c.deployment)}
+    if name is None:
+        store.clear(None)
+    for record in sorted(wanted if name is not None else ()):
+        store.clear(record)
+    # A store that cannot write keeps going in memory (right for a question, which must not
+    # fail over a cache); for a reset that would be a lie. Read the state back as the next
+    # invocation will see it.
+    after = wiring.open_store(path, warn=lambda _: None, config=config, read_only=True).entries()
+    left = {c.deployment for c in after if c.name in wanted}
+    if left:
+        raise wiring.CliError(
+            f"could not write the state file {path}: still cooling down: {', '.join(sorted(left))}",
+            ExitCode.IO_ERROR,
+            fix="make the file and its folder writable by you, or point --state elsewhere",
+        )
+    if name is None:
+        diag.notice(f"cleared {len(entries)} cooldown(s) in {path}")
+    else:
+        diag.notice(f"cleared the cooldown of {name}")
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        name="cooldowns",
+        help="List the deployments cooling down (shared by every invocation); reset them.",
+        invoke_without_command=True,
+        no_args_is_help=False,
+    )
+
+    @group.callback()
+    def cooldowns(
+        ctx: typer.Context,
+        config: ConfigOpt = None,
+        state: StateOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """List each cooling deployment: time left, error class, when it started, detail."""
+        if ctx.invoked_subcommand is not None:
+            ctx.obj = (config, state)
+            return
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        diag = Diag()
+        guarded(
+            diag, False, lambda: list_cooldowns(*_setup(config, state, diag), diag, as_json=as_json)
+        )
+
+    @group.command("reset")
+    def reset_cmd(
+        ctx: typer.Context,
+        name: Annotated[
+            str | None,
+            typer.Argument(help="The deployment to clear; none clears all.", metavar="NAME"),
+        ] = None,
+        config: ConfigOpt = None,
+        state: StateOpt = None,
+    ) -> None:
+        """Clear one deployment's cooldown, or all of them."""
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        config, state = _inherit(ctx, config, state)
+        diag = Diag()
+        guarded(diag, False, lambda: reset(*_setup(config, state, diag), name, diag))
+
+    @group.command("path")
+    def path_cmd(ctx: typer.Context, config: ConfigOpt = None, state: StateOpt = None) -> None:
+        """Print the state file's path."""
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        config, state = _inherit(ctx, config, state)
+        diag = Diag()
+
+        def show() -> int:
+            sys.stdout.write(f"{_setup(config, state, diag)[1]}\n")
+            return 0
+
+        guarded(diag, False, show)
+
+    app.add_typer(group)
+
+
+def _inherit(
+    ctx: typer.Context, config: Path | None, state: str | None
+) -> tuple[Path | None, str | None]:
+    """`cooldowns --state X reset` and `cooldowns reset --state X` mean the same."""
+    parent = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
+    return config or parent[0], state or parent[1]

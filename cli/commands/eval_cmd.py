@@ -1,0 +1,345 @@
+"""`support-ask eval`: seeing drift between deployments.
+
+It asks every deployment each question alone (gateway.observe.evaluate) and checks the prompt's
+rules; it exits 4 on any violation. `--simulate` runs it against the in-process fake
+providers (gateway.simulate), as `support-ask simulate` does.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.runtime.common import CONFIG_HELP
+from cli.runtime.exitcodes import ExitCode
+from cli.runtime.observe import CHECK_FAILED
+from cli.terminal.output import stdout_console
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from cli.terminal.diag import Diag
+    from gateway.config import Config, Deployment
+    from gateway.engine.loop import Engine
+    from gateway.model import Request
+    from gateway.observe.evaluate import Answer, EvalQuestion, EvalReport
+
+
+def run_eval_command(
+    *,
+    questions_path: Path,
+    articles: tuple[Path, ...],
+    config_flag: Path | None,
+    deployments: tuple[str, ...],
+    product: str | None,
+    as_json: bool,
+    simulate: bool,
+    fail: tuple[str, ...],
+    diag: Diag,
+    skip_unconfigured: bool = False,
+) -> int:
+    import json
+
+    from cli.runtime import wiring
+    from gateway.observe.evaluate import QuestionsError, load_questions, pick_deployments, run_eval
+    from gateway.state.memory import MemoryStore
+
+    if fail and not simulate:
+        raise wiring.CliError("--fail only makes sense with --simulate", ExitCode.USAGE)
+    try:
+        questions = load_questions(questions_path)
+    except QuestionsError as exc:
+        raise wiring.CliError(
+            str(exc),
+            ExitCode.NOINPUT,
+            fix="give a text file (one question a line) or YAML: "
+            "[{question: ..., covered: true|false, expect_contains: [...]}]",
+        ) from None
+    config = wiring.load_settings(config_flag, environ=os.environ, notice=diag.notice)
+    if not articles:
+        diag.warn("no --articles given: every question is one the articles do not cover")
+    loaded = wiring.read_articles(articles, warn=diag.warn)
+
+    environ: dict[str, str] = dict(os.environ)
+    if not simulate:
+        from gateway.config.keys import check_keys
+
+        check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
+    transport = None
+    from gateway.clock import SystemClock, VirtualClock
+
+    clock: SystemClock | VirtualClock = SystemClock()
+    if simulate:
+        from cli.commands.simulate_cmd import simulated_config, simulated_environ
+        from gateway.simulate import SimulatedTransport, check_names, local_answerer, parse_faults
+
+        try:
+            faults = parse_faults(fail)
+            check_names(faults, config.all_deployments())
+        except ValueError as exc:
+            raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+        environ = simulated_environ(config)
+        config = simulated_config(config)
+        clock = VirtualClock(start_wall=time.time())
+        # The fakes answer from the articles, so the rules are checked on realistic answers.
+        named = wiring.build_request(config, "", loaded, product=product).product
+        answerer = local_answerer(loaded, named) if loaded else None
+        transport = SimulatedTransport(
+            config.all_deployments(), faults, clock=clock, answerer=answerer
+        )
+    try:
+        chosen = pick_deployments(config, deployments)
+    except ValueError as exc:
+        raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+    if skip_unconfigured:
+        chosen = _configured(chosen, environ, diag)
+
+    def request_for(question: str) -> Request:
+        return wiring.build_request(config, question, loaded, product=product)
+
+    jitter = SystemClock()  # real jitter even on virtual time: it only shapes the waits shown
+
+    def engine_for(alone: Config) -> Engine:
+        # A fresh memory store per question: eval neither honours nor records cooldowns.
+        return wiring.build_engine(
+            alone,
+            store=MemoryStore(),
+            clock=clock,
+            sleeper=clock,
+            rng=jitter,
+            environ=environ,
+            transport=transport,
+        )
+
+    progress = _Progress(diag, total=len(questions) * len(chosen))
+    report = run_eval(
+        config,
+        questions,
+        request_for=request_for,
+        engine_for=engine_for,
+        deployments=chosen,
+        on_answer=progress,
+    )
+
+    if as_json:
+        sys.stdout.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+    else:
+        _print_eval(report)
+    if not report.ran:
+        raise wiring.CliError(
+            "no deployment could be asked: each was skipped for every question",
+            ExitCode.UNAVAILABLE,
+            fix="set the deployments' API keys (`support-ask config check` shows which), "
+            "or try it offline with --simulate",
+        )
+    if report.violations:
+        diag.error(f"{report.violations} rule violation(s); see the summary")
+    if report.unasked:
+        # An answer never asked for is a check that did not happen: passing it would
+        # certify deployments nobody looked at.
+        skipped = ", ".join(f"{name} ({n})" for name, n in report.not_run().items() if n)
+        diag.error(
+            f"{report.unasked} of {report.cells} answers could not be asked: {skipped}",
+            fix="set their keys (`support-ask config check` shows which), or leave them out "
+            "with -d NAME or --skip-unconfigured",
+        )
+        return ExitCode.UNAVAILABLE
+    return CHECK_FAILED if report.violations else ExitCode.ANSWERED
+
+
+def _configured(
+    chosen: Sequence[Deployment], environ: Mapping[str, str], diag: Diag
+) -> tuple[Deployment, ...]:
+    """--skip-unconfigured: the deployments that can be called, saying which were left out."""
+    from cli.runtime.common import can_call
+
+    kept = tuple(d for d in chosen if can_call(d, environ))
+    left = [d for d in chosen if d not in kept]
+    if left:
+        names = ", ".join(f"{d.name} ({d.api_key_env} not set)" for d in left)
+        diag.notice(f"not evaluated: {names}")
+    return kept
+
+
+class _Progress:
+    """One stderr line per answer: a real eval makes many slow calls; show it is moving."""
+
+    def __init__(self, diag: Diag, *, total: int) -> None:
+        self.diag = diag
+        self.total = total
+        self.done = 0
+
+    def __call__(self, question: EvalQuestion, answer: Answer) -> None:
+        from gateway.observe.evaluate import AnswerStatus
+
+        self.done += 1
+        failed = [str(c.rule) for c in answer.checks if not c.passed]
+        verdict = "ok" if not failed else "broke " + ", ".join(failed)
+        if answer.status is AnswerStatus.NOT_RUN:
+            verdict = f"not run ({answer.detail})" if answer.detail else "not run"
+        self.diag.notice(f"[{self.done}/{self.total}] {answer.deployment}: {verdict}")
+
+
+def _print_eval(report: EvalReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gateway.observe.evaluate import AnswerStatus, Rule
+
+    console = stdout_console()
+    for number, question in enumerate(report.questions, start=1):
+        marks = []
+        if question.question.covered is not None:
+            marks.append("covered" if question.question.covered else "not covered")
+        if question.question.expect_contains:
+            marks.append("expects " + ", ".join(question.question.expect_contains))
+        title = f"{number}. {question.question.text}" + (f"  ({'; '.join(marks)})" if marks else "")
+        table = Table(title=Text(title), title_justify="left", show_lines=True, expand=True)
+        table.add_column("deployment", no_wrap=True)
+        table.add_column("answer", ratio=3, overflow="fold")
+        table.add_column("checks", ratio=2, overflow="fold")
+        for answer in question.answers:
+            # Text(), never markup: an answer's [brackets] must print as written.
+            shown = answer.text if answer.text is not None else f"({answer.status})"
+            checks = Text()
+            if answer.status is AnswerStatus.NOT_RUN:
+                checks.append(f"not run: {answer.detail}", style="dim")
+            elif answer.passed:
+                checks.append(f"✓ {len(answer.checks)} rules", style="green")
+            for check in answer.checks:
+                if not check.passed:
+                    line = f"✗ {check.rule}" + (f": {check.detail}" if check.detail else "")
+                    checks.append(("\n" if checks else "") + line, style="red")
+            table.add_row(Text(answer.deployment), Text(shown), checks)
+        console.print(table)
+
+    # Rules down, deployments across: there are few deployments and their names are short.
+    summary = report.summary()
+    not_run = report.not_run()
+    rules = [rule for rule in Rule if any(rule in row for row in summary.values())]
+    table = Table(title="summary: passed / checked", title_justify="left")
+    table.add_column("rule")
+    for name in summary:
+        table.add_column(Text(name), justify="right")
+    for rule in rules:
+        cells = []
+        for row in summary.values():
+            tally = row.get(rule)
+            if tally is None:
+                cells.append(Text("-", style="dim"))
+            else:
+                style = "red" if tally.failed else "green"
+                cells.append(Text(f"{tally.passed}/{tally.passed + tally.failed}", style=style))
+        table.add_row(str(rule), *cells)
+    table.add_row("not run", *(str(not_run[name]) for name in summary), style="dim")
+    console.print(table)
+    asked = report.cells - report.unasked
+    found = f"{report.violations} violation(s)" if report.violations else "no violation"
+    if not report.ran:
+        verdict = "no deployment was asked"
+    elif report.unasked:
+        verdict = (
+            f"not a pass: {report.unasked} of {report.cells} answers not asked; "
+            f"{found} in the {asked} asked"
+        )
+    elif report.violations:
+        verdict = f"{found} in {asked} answers"
+    else:
+        verdict = f"every rule passed in the {asked} answers checked"
+    console.print(Text(f"eval: {verdict}"))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_(
+        questions: Annotated[
+            Path,
+            typer.Argument(
+                help="Questions: a text file (one a line) or YAML with expectations "
+                "({question, covered, expect_contains}).",
+                show_default=False,
+            ),
+        ],
+        articles: Annotated[
+            list[Path] | None,
+            typer.Option(
+                "--articles",
+                "-a",
+                help="An article file or a folder of them; repeatable.",
+                show_default=False,
+            ),
+        ] = None,
+        config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
+        deployment: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--deployment",
+                "-d",
+                metavar="NAME",
+                help="Evaluate only this deployment; repeatable (default: all, "
+                "long-context included).",
+                show_default=False,
+            ),
+        ] = None,
+        product: Annotated[
+            str | None,
+            typer.Option("--product", help="The product name the prompt uses.", metavar="NAME"),
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        simulate: Annotated[
+            bool,
+            typer.Option(
+                "--simulate", help="Ask in-process fake providers instead of the real ones."
+            ),
+        ] = False,
+        fail: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--fail",
+                metavar="NAME=SPEC",
+                help="With --simulate: a fault, NAME=SPEC (see `simulate --help`).",
+                show_default=False,
+            ),
+        ] = None,
+        skip_unconfigured: Annotated[
+            bool,
+            typer.Option(
+                "--skip-unconfigured",
+                help="Leave out deployments whose key is not set (else they fail the eval).",
+            ),
+        ] = False,
+        quiet: Annotated[
+            bool, typer.Option("--quiet", "-q", help="No progress or warnings on stderr.")
+        ] = False,
+        debug: Annotated[bool, typer.Option("--debug", help="Tracebacks for bugs.")] = False,
+    ) -> None:
+        """Check every deployment against the prompt's rules.
+
+        Asks each deployment every question alone (no fallback), with the same prompt,
+        shows the answers side by side and checks each: word limit, plain text, no AI
+        names, not-covered reply with a ticket. Exits 4 on any violation."""
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        diag = Diag(quiet=quiet)
+        guarded(
+            diag,
+            debug,
+            lambda: run_eval_command(
+                questions_path=questions,
+                articles=tuple(articles or ()),
+                config_flag=config,
+                deployments=tuple(deployment or ()),
+                product=product,
+                as_json=as_json,
+                simulate=simulate,
+                fail=tuple(fail or ()),
+                diag=diag,
+                skip_unconfigured=skip_unconfigured,
+            ),
+        )

@@ -1,0 +1,194 @@
+"""`support-ask index DIR`: build or refresh a help centre's index ahead of time;
+`index --status DIR`: what is indexed, how big, how stale, where; `index --clear [DIR]`.
+
+The index is what an ask over a big help centre reads (see `gateway.knowledge.store`);
+building it here, from a deploy script or cron, spares the first question the wait.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.runtime.common import CONFIG_HELP, duration, local_time
+
+if TYPE_CHECKING:
+    from cli.terminal.diag import Diag
+    from gateway.config import Config
+    from gateway.knowledge.files import Found, Limits
+
+MB = 1_000_000
+
+
+def _limits(config: Config) -> Limits:
+    from gateway.knowledge.files import Limits
+
+    a = config.articles
+    return Limits(a.max_article_bytes, a.max_set_bytes, a.max_set_files)
+
+
+def build(paths: list[Path], config: Config, diag: Diag) -> int:
+    from cli.runtime import wiring
+    from cli.terminal.indexing import IndexProgress
+    from gateway.knowledge.centre import is_small
+
+    wiring.check_exist(paths)
+    found = _discover(paths, _limits(config))
+    if is_small(found):
+        size = sum(f.size for f in found)
+        sys.stdout.write(
+            f"{_names(paths)}: {len(found):,} files, {size / 1000:,.0f} KB: read directly on "
+            "every question, no index needed\n"
+        )
+        return 0
+    started = time.monotonic()
+    with IndexProgress(diag, summary=False) as progress:
+        index = wiring.open_help_centre(
+            paths, config, whole=False, warn=diag.warn, progress=progress, keep=True
+        )
+    from gateway.knowledge.store import SqliteIndex
+
+    assert isinstance(index, SqliteIndex)
+    status = index.status()
+    read = progress.last.files if progress.last is not None else 0
+    sys.stdout.write(
+        f"{_names(paths)}: {status.articles:,} articles, {status.passages:,} passages; "
+        f"{read:,} files read in {time.monotonic() - started:.1f} s "
+        f"({status.articles + status.skipped - read:,} unchanged); index {status.path}\n"
+    )
+    return 0
+
+
+def _discover(paths: list[Path], limits: Limits) -> list[Found]:
+    """The files under `paths` (their warnings are for the build to give)."""
+    from cli.runtime.exitcodes import ExitCode
+    from cli.runtime.wiring import CliError
+    from gateway.knowledge.files import SetTooLarge, discover
+
+    try:
+        return discover(paths, limits)[0]
+    except SetTooLarge as exc:
+        raise CliError(exc.message, ExitCode.NOINPUT) from None
+
+
+def _names(paths: list[Path]) -> str:
+    return ", ".join(str(p) for p in paths)
+
+
+def status(paths: list[Path], config: Config, diag: Diag) -> int:
+    from cli.runtime import wiring
+    from gateway.knowledge import store
+    from gateway.knowledge.centre import is_small
+
+    wiring.check_exist(paths)
+    files = _discover(paths, _limits(config))
+    where = store.index_path(wiring.cache_dir(), paths)
+    out = sys.stdout
+    out.write(f"articles: {_names(paths)}\n")
+    out.write(f"index: {where}\n")
+    if not where.exists():
+        size = sum(f.size for f in files)
+        if is_small(files):
+            out.write(
+                f"not indexed: {len(files):,} files ({size / 1000:,.0f} KB) are read directly "
+                "on every question\n"
+            )
+        else:
+            out.write(
+                f"not indexed yet: {len(files):,} files ({size / MB:,.1f} MB); the first "
+                f"question builds it, or run `support-ask index {_names(paths)}`\n"
+            )
+        return 0
+    with store.SqliteIndex.open(where, paths, warn=diag.warn) as index:
+        facts = index.status(files)
+    out.write(
+        f"indexed: {facts.articles:,} articles ({facts.skipped:,} files skipped), "
+        f"{facts.passages:,} passages, about {facts.tokens:,} tokens\n"
+    )
+    out.write(f"on disk: {facts.disk_bytes / MB:,.1f} MB\n")
+    if facts.refreshed is not None:
+        ago = duration(time.time() - facts.refreshed)
+        out.write(f"refreshed: {local_time(facts.refreshed)} ({ago} ago)\n")
+    stale = facts.stale or 0
+    out.write(
+        "stale: none: every file is as indexed\n"
+        if stale == 0
+        else f"stale: {stale:,} files changed, added or removed since (the next question "
+        "re-reads only those)\n"
+    )
+    return 0
+
+
+def clear(paths: list[Path], diag: Diag) -> int:
+    from cli.runtime import wiring
+    from gateway.knowledge import store
+
+    removed = store.clear(wiring.cache_dir(), paths or None)
+    what = _names(paths) if paths else "every help centre"
+    if not removed:
+        sys.stdout.write(f"no index to remove for {what}\n")
+    else:
+        sys.stdout.write(f"removed the index of {what} ({len(removed)} files)\n")
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("index")
+    def index_cmd(
+        paths: Annotated[
+            list[Path] | None,
+            typer.Argument(
+                help="The help centre: article folders or files, as given to --articles.",
+                metavar="DIR",
+                show_default=False,
+            ),
+        ] = None,
+        show_status: Annotated[
+            bool,
+            typer.Option("--status", help="Say what is indexed, how big, how stale, and where."),
+        ] = False,
+        clear_it: Annotated[
+            bool,
+            typer.Option("--clear", help="Remove the index (of DIR, or every index)."),
+        ] = False,
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")
+        ] = None,
+        quiet: Annotated[
+            bool,
+            typer.Option("--quiet", "-q", help="No progress bar: one summary line, and errors."),
+        ] = False,
+    ) -> None:
+        """Build or refresh the index of a help centre (DIR), ahead of the first question."""
+        from cli.runtime import wiring
+        from cli.runtime.exitcodes import ExitCode
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        diag = Diag(quiet=quiet)
+        given = list(paths or [])
+
+        def run() -> int:
+            if show_status and clear_it:
+                raise wiring.CliError(
+                    "--status and --clear do not go together", ExitCode.USAGE, fix="pick one"
+                )
+            if clear_it:
+                return clear(given, diag)
+            if not given:
+                raise wiring.CliError(
+                    "name the help centre to index",
+                    ExitCode.USAGE,
+                    fix="support-ask index DIR (the folder you pass to --articles)",
+                )
+            settings = wiring.load_settings(config, environ=os.environ, notice=lambda _: None)
+            if show_status:
+                return status(given, settings, diag)
+            return build(given, settings, diag)
+
+        guarded(diag, False, run)

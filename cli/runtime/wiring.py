@@ -1,0 +1,312 @@
+"""Builds the real things the engine runs against: config, state store, prompt, articles,
+providers, clock. Each step turns a user's mistake into a CliError naming the fix.
+
+Heavy modules (the engine, providers, tokenizer) are imported inside the functions that
+need them, so `--help`, `cooldowns` and `config check` never pay for them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli.runtime.exitcodes import ExitCode
+from gateway.model import Article, Attempt, Request
+
+if TYPE_CHECKING:
+    import httpx
+
+    from gateway.config import Config, Deployment
+    from gateway.config.location import RedisURL
+    from gateway.engine.loop import Engine
+    from gateway.knowledge.index import Index
+    from gateway.knowledge.prompting import Prompting
+    from gateway.knowledge.store import Progress
+    from gateway.redactor import Redactor
+    from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
+    from gateway.secret import Secret
+
+Warn = Callable[[str], None]
+
+
+class CliError(Exception):
+    """A problem the user can fix: printed as 'error: message' and 'fix: ...', no traceback."""
+
+    def __init__(self, message: str, code: ExitCode, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.fix = fix
+
+
+def load_settings(flag: Path | None, *, environ: Mapping[str, str], notice: Warn) -> Config:
+    """The config named by --config, $SUPPORT_ASK_CONFIG, ./support-ask.yaml or the user
+    config dir; else the bundled default, with a notice. Raises ConfigError (exit 78)."""
+    from gateway.config import find_config, load_config, load_default_config
+
+    path = find_config(flag, environ, Path.cwd())
+    if path is None:
+        notice(
+            "no config found; using the bundled default (its last deployment, local, "
+            "answers offline; `support-ask config check` shows where a config can go)"
+        )
+        return load_default_config()
+    return load_config(path)
+
+
+def state_location(
+    flag: str | None, *, environ: Mapping[str, str], config: Config
+) -> Path | RedisURL:
+    """--state, $SUPPORT_ASK_STATE, state.url, state.path, the user state dir: a path for
+    the file store, a redis:// URL for Redis. A URL that cannot be used is the user's to
+    fix (a flag: 2; the variable: 78), said without its password."""
+    from gateway.config import resolve_state
+
+    try:
+        return resolve_state(flag, environ, config)
+    except ValueError as exc:  # a LocationError: imported only with a URL to parse
+        origin = "--state" if flag else "$SUPPORT_ASK_STATE"
+        raise CliError(
+            f"{origin}: {exc}",
+            ExitCode.USAGE if flag else ExitCode.CONFIG,
+            fix="give a file path, or redis://[user:password@]host:port/db (rediss:// for TLS)",
+        ) from None
+
+
+def open_store(
+    location: Path | RedisURL,
+    *,
+    warn: Warn,
+    config: Config | None = None,
+    read_only: bool = False,
+) -> StateStore:
+    """The state store at `location`. With `config`, records of names it no longer has
+    are pruned, no deadline beyond its longest max_cooldown is believed, and Redis gets
+    its prefix and timeouts. `read_only`: for listings, which report a bad state and
+    never move, rewrite or create anything."""
+    from gateway.state.file import FileStore
+    from gateway.state.records import DEFAULT_LIMITS, Limits
+
+    limits, known = DEFAULT_LIMITS, None
+    if config is not None:
+        from gateway.engine.credentials import record_names
+
+        longest = max(d.policy.max_cooldown for d in config.all_deployments())
+        limits = Limits(max_cooldown=longest, remember=max(longest, DEFAULT_LIMITS.remember))
+        known = record_names(config)
+    if isinstance(location, Path):
+        return FileStore(location, warn=warn, read_only=read_only, limits=limits, known=known)
+    from gateway.config import StateSettings, local_state_path
+    from gateway.state.redis import RedisStore
+
+    settings = StateSettings() if config is None else config.state
+    local = local_state_path(config) if config is not None else None
+
+    def fallback() -> StateStore:
+        if local is None:
+            from gateway.state.memory import MemoryStore
+
+            return MemoryStore(limits=limits, known=known)
+        return FileStore(local, warn=warn, read_only=read_only, limits=limits, known=known)
+
+    return RedisStore(
+        location,
+        fallback=fallback,
+        warn=warn,
+        prefix=settings.prefix,
+        connect_timeout=settings.connect_timeout,
+        timeout=settings.timeout,
+        limits=limits,
+        known=known,
+        read_only=read_only,
+    )
+
+
+def read_articles(paths: Sequence[Path], *, warn: Warn) -> tuple[Article, ...]:
+    """The articles under `paths` (folders read recursively). A path that does not exist,
+    or paths holding no readable article, are errors (66): answering from a knowledge base
+    that silently shrank would be worse than stopping."""
+    if not paths:
+        return ()
+    check_exist(paths)
+    from gateway.knowledge.files import Limits, SetTooLarge
+    from gateway.knowledge.load import ArticlesError, load_articles
+
+    try:
+        articles, warnings = load_articles(paths, Limits())
+    except SetTooLarge as exc:
+        raise CliError(exc.message, ExitCode.NOINPUT) from None
+    except ArticlesError as exc:
+        for warning in exc.warnings:
+            warn(warning)
+        raise CliError(exc.message, ExitCode.NOINPUT, fix=ARTICLES_FIX) from None
+    for warning in warnings:
+        warn(warning)
+    return tuple(articles)
+
+
+def cache_dir() -> Path:
+    """The user cache dir, where article indexes are kept (the config cache's own dir:
+    worked out without importing platformdirs in the plain cases, as the other dirs are)."""
+    from gateway.config.find import user_dir
+
+    return user_dir("cache")
+
+
+ARTICLES_FIX = (
+    "point --articles at a folder or files holding .md, .txt or .html articles (UTF-8 text)"
+)
+
+
+def open_help_centre(
+    paths: Sequence[Path],
+    config: Config,
+    *,
+    whole: bool,
+    warn: Warn,
+    progress: Callable[[Progress], None] | None = None,
+    keep: bool | None = None,
+) -> Index | None:
+    """The help centre under `paths`, read now or through its kept index (None: no paths).
+    A path that does not exist, paths holding no readable article, or a set past the caps
+    are errors (66)."""
+    if not paths:
+        return None
+    check_exist(paths)
+    from gateway.knowledge.centre import open_centre
+    from gateway.knowledge.files import Limits, SetTooLarge
+    from gateway.knowledge.load import ArticlesError
+
+    settings = config.articles
+    limits = Limits(settings.max_article_bytes, settings.max_set_bytes, settings.max_set_files)
+    try:
+        return open_centre(
+            paths,
+            limits=limits,
+            cache_dir=cache_dir,
+            whole=whole,
+            warn=warn,
+            progress=progress,
+            keep=keep,
+        )
+    except SetTooLarge as exc:
+        raise CliError(exc.message, ExitCode.NOINPUT) from None
+    except ArticlesError as exc:
+        raise CliError(exc.message, ExitCode.NOINPUT, fix=ARTICLES_FIX) from None
+
+
+def check_exist(paths: Sequence[Path]) -> None:
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        shown = ", ".join(str(p) for p in missing)
+        raise CliError(
+            f"articles path not found: {shown}",
+            ExitCode.NOINPUT,
+            fix="pass --articles with an existing folder or .md/.txt/.html files",
+        )
+
+
+def prompting(
+    config: Config,
+    question: str,
+    index: Index | None,
+    *,
+    budget: int | None,
+    product: str | None = None,
+) -> Prompting:
+    """The requests for `question`: `.request()` holds every article when they fit
+    `budget` tokens (None: no limit), else the passages that answer it best, up to the
+    budget; `.within(tokens)` less, for a smaller window (the engine's Compactor)."""
+    from gateway.knowledge.prompting import Prompting
+
+    return Prompting(
+        template=_template(config),
+        product=product_name(config, product),
+        question=question,
+        max_output_tokens=config.max_output_tokens,
+        index=index,
+        budget=budget,
+    )
+
+
+def request_for(
+    config: Config,
+    question: str,
+    index: Index | None,
+    *,
+    budget: int | None,
+    product: str | None = None,
+) -> Request:
+    """The first request for `question` (see `prompting`)."""
+    return prompting(config, question, index, budget=budget, product=product).request()
+
+
+def product_name(config: Config, product: str | None) -> str:
+    """--product, else the config's."""
+    return product if product is not None and product.strip() else config.product
+
+
+def _template(config: Config) -> str:
+    from prompts import PromptError, load_prompt
+
+    try:
+        return load_prompt(config.prompt)
+    except PromptError as exc:
+        raise CliError(exc.message, ExitCode.CONFIG) from None
+
+
+def build_request(
+    config: Config, question: str, articles: Sequence[Article], *, product: str | None = None
+) -> Request:
+    """The rendered portable prompt (product from --product, else the config) with every
+    article whole, and the question."""
+    from gateway.knowledge.select import everything
+
+    whole = everything(tuple(articles))
+    return prompting(config, question, None, budget=None, product=product).build(whole)
+
+
+def build_engine(
+    config: Config,
+    *,
+    store: StateStore,
+    clock: Clock,
+    sleeper: Sleeper,
+    rng: RandomSource,
+    environ: Mapping[str, str] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
+    transport: httpx.BaseTransport | None = None,
+    redactor: Redactor | None = None,
+) -> Engine:
+    """The engine with the real provider adapters (built only when a deployment is called)
+    and the offline tokenizer; `transport` replaces the network (simulate, tests).
+
+    Each adapter's answers, streamed text and errors pass `redactor` (by default the one
+    for this config and environment), so no key reaches any output, even echoed."""
+    from gateway.engine.loop import Engine
+    from gateway.providers import build_provider
+    from gateway.redactor import RedactingProvider, redactor_for
+    from gateway.tokens import count_tokens
+
+    env = os.environ if environ is None else environ
+    scrubbing = redactor if redactor is not None else redactor_for(config, env)
+
+    def providers(deployment: Deployment, key: Secret | None) -> Provider:
+        # The adapters time their deadlines on the engine's clock: virtual time in
+        # `simulate` trips them exactly where real time would.
+        adapter = build_provider(deployment, key, transport=transport, clock=clock)
+        return RedactingProvider(adapter, scrubbing) if scrubbing else adapter
+
+    return Engine(
+        config,
+        providers=providers,
+        store=store,
+        clock=clock,
+        sleeper=sleeper,
+        rng=rng,
+        environ=env,
+        count_tokens=count_tokens,
+        on_attempt=on_attempt,
+    )

@@ -1,0 +1,117 @@
+"""The `support-ask` entry point and the Typer app.
+
+`main` answers `--version` before importing Typer or rich: a version check should cost
+no more than starting Python. A plain question (`support-ask "..." -a kb --json`) is
+parsed by cli.shell.fastpath without Typer, whose import and set-up would otherwise be a third
+of the run; anything else (help, another command, a usage error) builds the Typer app.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from cli.runtime.guard import PROG, markup_mode, run_guarded, silence_stdout, version
+
+if TYPE_CHECKING:
+    import typer
+
+    from cli.commands.ask import AskOptions
+
+
+def _options(args: Sequence[str]) -> Sequence[str]:
+    """The arguments before `--` (after it, everything is the question's words)."""
+    return args[: args.index("--")] if "--" in args else args
+
+
+def _wants_version(args: Sequence[str]) -> bool:
+    return "--version" in _options(args)
+
+
+def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
+    from cli.runtime import started
+
+    started.mark()  # the question's budget is measured from here (see cli.runtime.started)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if _wants_version(args):
+        try:
+            sys.stdout.write(f"{PROG} {version()}\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence_stdout()
+            raise SystemExit(141) from None  # ExitCode.BROKEN_PIPE, without importing it
+        raise SystemExit(0)
+    from cli.runtime.signals import stop_on_signals
+
+    stop_on_signals()
+    from cli.shell.fastpath import parse_ask
+
+    opts = parse_ask(args)
+    if opts is not None:
+        raise SystemExit(_fast_ask(opts))
+    from cli.shell.root import build_app
+
+    app = build_app()
+    from cli.runtime.signals import exit_code_after
+
+    if "--json" in _options(args) and _routes_to_ask(args):
+        raise SystemExit(exit_code_after(_ask_with_json_usage_errors(app, args, prog_name)))
+    try:
+        app(args=args, prog_name=prog_name)
+    except SystemExit as done:
+        if isinstance(done.code, int):
+            raise SystemExit(exit_code_after(done.code)) from None
+        raise
+    raise SystemExit(0)  # Typer exits itself in standalone mode; this is for the type checker
+
+
+def _routes_to_ask(args: Sequence[str]) -> bool:
+    from cli.shell import routing
+
+    return args[:1] == [routing.DEFAULT_COMMAND] or routing.routes_to_default(
+        args, routing.command_names()
+    )
+
+
+def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: str) -> int:
+    """`ask --json` whose command line Typer rejects (`--budget soon`, an unknown flag)
+    still prints its one JSON object: Typer says what is wrong on stderr as usual, and
+    stdout carries the failure in the result's shape, so `| jq .answer` reads null."""
+    import typer
+    import typer.main
+    from typer import _click
+
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except _click.exceptions.ClickException as exc:
+        if markup_mode() is not None:
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)
+        else:
+            exc.show()
+        from cli.runtime.exitcodes import ExitCode
+        from cli.runtime.failure import Failure, write_failure_json
+
+        if exc.exit_code == ExitCode.USAGE:
+            fix = f"see `{prog_name} ask --help`"
+            write_failure_json(Failure(ExitCode.USAGE, exc.format_message(), fix))
+        return exc.exit_code
+    except typer.Abort:
+        return 130  # ExitCode.INTERRUPTED: end of input or Ctrl-C while Typer parsed
+    return code if isinstance(code, int) else 0
+
+
+def _fast_ask(opts: AskOptions) -> int:
+    """A plain question, parsed without Typer (see cli.shell.fastpath), run exactly as `ask`."""
+    from cli.commands.ask import run_ask
+    from cli.terminal.diag import Diag
+
+    diag = Diag(quiet=opts.quiet)
+
+    def no_help() -> None:  # the fast path never takes a call that would show help
+        raise AssertionError("help on the fast path")
+
+    return run_guarded(diag, opts.debug, lambda: run_ask(opts, diag, show_help=no_help))

@@ -1,0 +1,194 @@
+"""The output contract as a caller of the real process sees it: SIGTERM, SIGHUP and
+Ctrl-C stop a run at once with a result, the time budget holds on the wall clock from the
+process's start, and `--json` prints an object even for a command line Typer rejects.
+
+The providers are one server on 127.0.0.1: OpenAI (primary) answers 429, Anthropic
+(fallback) never answers, so a run is reliably mid-call when the test acts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_process import support_ask_env
+from tests.support.cli_runner import write_loopback_workdir
+from tests.support.loopback import Exchange, LoopbackServer
+
+END = 30  # no run here should come near this: a hang fails the test instead of the suite
+
+
+class Providers:
+    def __init__(self) -> None:
+        self.server = LoopbackServer(self.handle)
+
+    def handle(self, ex: Exchange) -> None:
+        if ex.path.endswith("/chat/completions"):
+            error = {"message": "Rate limit reached", "type": "requests"}
+            ex.respond(429, {"error": {**error, "code": "rate_limit_exceeded"}})
+        else:
+            ex.hang()  # accepts the request, never says a word
+
+    def calls(self, suffix: str) -> int:
+        return sum(1 for ex in self.server.exchanges if ex.path.endswith(suffix))
+
+
+@pytest.fixture
+def providers() -> Iterator[Providers]:
+    p = Providers()
+    with p.server:
+        yield p
+
+
+def workdir(tmp_path: Path, providers: Providers, *, budget: int) -> Path:
+    write_loopback_workdir(
+        tmp_path, providers.server.url, "Open Settings.", retries=0, budget=budget, timeout=60
+    )
+    return tmp_path
+
+
+def environment(workdir: Path) -> dict[str, str]:
+    return {**support_ask_env(workdir), "XDG_CACHE_HOME": str(workdir / "xdg")}
+
+
+def start(workdir: Path, *args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", *args],
+        cwd=workdir,
+        env=environment(workdir),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=END)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for(condition: object, what: str) -> None:
+    deadline = time.monotonic() + END
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (signal.SIGTERM, 143, "stopped by SIGTERM"),
+        (signal.SIGHUP, 129, "stopped by SIGHUP"),
+        (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
+    ],
+    ids=["SIGTERM", "SIGHUP", "SIGINT"],
+)
+def test_a_signal_stops_the_run_at_once_with_a_result_and_the_question_logged(
+    tmp_path: Path, providers: Providers, signum: int, code: int, said: str
+) -> None:
+    home = workdir(tmp_path, providers, budget=60)
+    proc = start(home, "How do I reset my password?", "-a", "kb", "--json")
+    # The primary's 429 has cooled it down (the state file is written) and the fallback's
+    # call is in flight, with 60 s of budget left.
+    wait_for(lambda: providers.calls("/messages") == 1, "the fallback was called")
+    asked = time.monotonic()
+    proc.send_signal(signum)
+    out, err = finish(proc)
+    took = time.monotonic() - asked
+
+    assert proc.returncode == code, err
+    assert took < 5  # at once, not when the budget or the timeout runs out
+    assert said in err
+    assert "Traceback" not in err
+    result = json.loads(out)
+    assert (result["status"], result["answer"]) == ("failed", None)
+    assert result["error"]["kind"] == "interrupted" and said in result["error"]["message"]
+    assert [(a["deployment"], a["decision"]) for a in result["attempts"]] == [
+        ("primary", "fail_over")
+    ]
+    state = json.loads((home / "state.json").read_text())  # whole, valid, the cooldown kept
+    assert "primary" in json.dumps(state)
+    logged = [json.loads(line) for line in (home / "attempts.jsonl").read_text().splitlines()]
+    assert [(line["deployment"], line["outcome"]) for line in logged] == [("primary", "failed")]
+
+
+def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
+    tmp_path: Path, providers: Providers
+) -> None:
+    """Time spent before the engine starts (here, the question arriving slowly on
+    stdin; in life, loading a large help centre) is spent from the budget, not added."""
+    budget = 4
+    home = workdir(tmp_path, providers, budget=budget)
+    began = time.monotonic()
+    proc = start(home, "-", "-a", "kb", "--json", stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    time.sleep(2.0)
+    proc.stdin.write("How do I reset my password?\n")
+    proc.stdin.close()
+    proc.stdin = None  # closed: communicate() has nothing left to send
+    out, err = finish(proc)
+    took = time.monotonic() - began
+
+    assert proc.returncode == 75, err
+    # The design's budget + 0.5 s, and as much again for a test machine under load (the
+    # 2 s spent before the engine would show as more than that if it were added).
+    assert took < budget + 0.5 + 0.5, f"{took:.2f} s for a {budget} s budget"
+    result = json.loads(out)
+    assert result["elapsed_s"] == pytest.approx(budget, abs=0.5)  # from the start, too
+    assert [a["deployment"] for a in result["attempts"]] == ["primary", "fallback"]
+    # The fallback's timeout was what the budget had left: shown rounded, not 1.93721 s.
+    details = " ".join(a["detail"] for a in result["attempts"])
+    assert "within the attempt's" in details
+    assert not re.findall(r"\d\.\d{3,}", details), details
+    assert "cooling down" not in result["error"]["message"]  # nothing was when it began
+
+
+def test_json_on_a_command_line_typer_rejects_still_prints_one_object(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli", "q", "--json", "--budget", "soon"],
+        cwd=tmp_path,
+        env=environment(tmp_path),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=END,
+    )
+    assert proc.returncode == 2
+    assert "soon" in proc.stderr  # Typer's message, as usual
+    result = json.loads(proc.stdout)
+    assert (result["schema_version"], result["status"], result["answer"]) == (1, "fatal", None)
+    assert result["error"]["kind"] == "usage" and "soon" in result["error"]["message"]
+
+
+def test_a_signal_that_reaches_typer_still_exits_with_its_own_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Typer turns any KeyboardInterrupt it catches (one raised while it parses the
+    command line) into 130; a SIGTERM there must still exit 143."""
+    from cli.runtime import signals
+
+    monkeypatch.setattr(signals, "_received", [])
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signals.stop_on_signals()
+        with pytest.raises(signals.Stopped):
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(1)  # the handler runs before this returns
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert signals.exit_code_after(130) == 143
+    assert signals.exit_code_after(0) == 0

@@ -1,0 +1,467 @@
+"""The help centre at scale: passages within a budget, the index kept between runs, and
+the bad inputs a real folder holds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cli.runtime import wiring
+from cli.runtime.wiring import CliError
+from gateway.config import ArticleSettings, Config, load_default_config
+from gateway.knowledge import store
+from gateway.knowledge.centre import DIRECT_BYTES, open_centre
+from gateway.knowledge.files import Limits, SetTooLarge, discover
+from gateway.knowledge.index import MemoryIndex
+from gateway.knowledge.load import load_articles
+from gateway.knowledge.rank import rank
+from gateway.knowledge.select import select
+from gateway.knowledge.store import SqliteIndex
+from gateway.model import Article, Status
+from prompts import load_prompt, render
+from tests.support.helpcentre import age, write_centre
+from tests.support.paths import REPO
+
+ROOT = REPO
+KB = ROOT / "examples" / "kb"
+QUESTION = "How do I get a refund for my annual plan?"
+NEEDLE = "Write to billing@acme.example within 30 days of the charge to get your money back."
+REFUND_PAGE = (
+    "# Refunds for annual plans\n\nAnnual plans are paid up front.\n\n"
+    f"## Asking for a refund\n\n{NEEDLE}\n\n## Invoices\n\nInvoices are emailed monthly.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def centre(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """100 HTML pages of filler (about 1.1 MB, so it is indexed), and one that answers."""
+    root = tmp_path_factory.mktemp("centre")
+    write_centre(root, 100)
+    age(root / "part3" / "refunds.md", REFUND_PAGE)
+    return root
+
+
+def config(**articles: object) -> Config:
+    base = load_default_config()
+    return replace(base, articles=replace(ArticleSettings(), **articles))
+
+
+def open_it(paths: list[Path], **kw: object) -> tuple[object, list[str]]:
+    said: list[str] = []
+    index = wiring.open_help_centre(paths, config(), whole=False, warn=said.append, **kw)
+    return index, said
+
+
+# -- selection ---------------------------------------------------------------------------
+
+
+def test_the_answering_passage_of_a_big_help_centre_reaches_the_prompt(centre: Path) -> None:
+    index, said = open_it([centre])
+    assert said == []
+    assert isinstance(index, SqliteIndex)  # over the direct-read size: indexed
+    request = wiring.request_for(config(), QUESTION, index, budget=6000)
+    assert NEEDLE in request.system
+    first = request.sources[0]
+    assert (first.title, first.path) == (
+        "Refunds for annual plans",
+        str(centre / "part3/refunds.md"),
+    )
+    assert "Article 1: Refunds for annual plans" in request.system
+    assert "## Asking for a refund" in request.system
+    # The budget holds: only passages sharing a word with the question, not 100 pages.
+    assert sum(s.tokens for s in request.sources) <= 6000
+    assert len(request.system) < 40_000
+    # Passages of one article are sent together, in the article's order.
+    numbers = [s.number for s in request.sources if s.path == first.path]
+    assert numbers == sorted(numbers)
+    index.close()
+
+
+def test_the_offline_deployment_answers_from_the_best_passage_sent(centre: Path) -> None:
+    from gateway.config import Deployment
+    from gateway.model import ProviderKind
+    from gateway.providers.local import LocalProvider
+
+    index, _ = open_it([centre])
+    request = wiring.request_for(config(), QUESTION, index, budget=6000)
+    assert request.articles == ()  # the whole set never travels with the request
+    local = LocalProvider(Deployment("local", ProviderKind.LOCAL, 10**6))
+    answer = local.complete(request, timeout=5).text
+    assert answer == f"From \u201cRefunds for annual plans\u201d: {NEEDLE}"
+    index.close()
+
+
+def test_a_small_help_centre_is_sent_whole_exactly_as_before() -> None:
+    articles, _ = load_articles([KB])
+    index, said = open_it([KB])
+    assert isinstance(index, MemoryIndex) and said == []
+    request = wiring.request_for(config(), "How do I reset my password?", index, budget=6000)
+    template = load_prompt(None)
+    assert request.system == render(template, product="Acme Cloud", articles=articles)
+    assert request.articles == articles
+    assert [s.path for s in request.sources] == [a.path for a in articles]
+    assert all(s.score is None and s.heading == "" for s in request.sources)
+
+
+def test_a_budget_below_the_help_centre_sends_the_best_passages_of_it() -> None:
+    index = MemoryIndex(load_articles([KB])[0])
+    chosen = select("How do I reset my password?", index, 300)
+    assert not chosen.whole
+    assert 0 < chosen.tokens <= 300
+    assert chosen.sources[0].title == "Resetting your password"
+    assert all(s.score is not None for s in chosen.sources)
+
+
+def test_a_long_page_repeating_the_question_does_not_crowd_out_the_one_answering_it() -> None:
+    # The reference page repeats "tokens" and "expire" in every section; the FAQ answers
+    # in its own words and ranks below all of them. The budget holds six sections.
+    sections = "\n\n".join(
+        f"## Token field {n}\n\nTokens expire: field {n} of the token record says when the "
+        "tokens expire, and the tokens expire again after renewal." + " More detail." * 12
+        for n in range(8)
+    )
+    reference = Article("API reference", "reference.md", "# API reference\n\n" + sections)
+    faq = Article(
+        "Staying signed in",
+        "faq.md",
+        "# Staying signed in\n\n## Why was I signed out?\n\nSessions end after 30 days: "
+        "your tokens expire and you sign in again.",
+    )
+    index = MemoryIndex([reference, faq])
+    ranking = rank("Why do my tokens expire?", index)
+    assert [r.key[0] for r in ranking[:8]] == [0] * 8  # on score alone, the FAQ comes last
+    budget = sum(r.tokens for r in ranking[:6])
+    chosen = select("Why do my tokens expire?", index, budget)
+    assert "faq.md" in [s.path for s in chosen.sources]
+    assert chosen.sources[0].path == "reference.md"  # still the best article first
+    assert chosen.tokens <= budget
+
+
+def test_all_sends_every_article_whole_whatever_the_size(centre: Path) -> None:
+    said: list[str] = []
+    index = wiring.open_help_centre([centre], config(), whole=True, warn=said.append)
+    assert isinstance(index, MemoryIndex)
+    request = wiring.request_for(config(), QUESTION, index, budget=None)
+    assert len(request.articles) == 101
+    assert NEEDLE in request.system
+
+
+def test_the_kept_index_and_the_memory_index_rank_alike(centre: Path) -> None:
+    index, _ = open_it([centre])
+    memory = MemoryIndex(load_articles([centre])[0])
+    for question in (QUESTION, "invoices emailed monthly", "kalomi guide 12", "tashi"):
+        assert rank(question, index)[:20] == rank(question, memory)[:20], question
+    index.close()
+
+
+def test_a_shared_index_ranks_from_many_threads_as_from_one(centre: Path) -> None:
+    """`batch` selects from worker threads against the index its main thread opened."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gateway.knowledge.shared import Shared
+
+    index, _ = open_it([centre])
+    assert isinstance(index, SqliteIndex)
+    questions = [QUESTION, "invoices emailed monthly", "kalomi guide 12", "tashi"] * 6
+    alone = [select(q, index, 2000) for q in questions]
+    shared = Shared(index)
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda q: select(q, shared, 2000), questions))
+    assert together == alone
+    shared.close()
+
+
+# -- the index kept between runs ---------------------------------------------------------
+
+
+def big(tmp_path: Path, pages: int = 30) -> Path:
+    root = tmp_path / "kb"
+    write_centre(root, pages)
+    assert sum(f.size for f in discover([root])[0]) > DIRECT_BYTES
+    return root
+
+
+def fresh(index: SqliteIndex, root: Path) -> store.Refresh:
+    return index.refresh(discover([root])[0])
+
+
+def test_the_index_is_kept_in_the_user_cache_dir_and_reused(tmp_path: Path) -> None:
+    root = big(tmp_path)
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "support-ask" / "index"
+    index, _ = open_it([root])
+    assert isinstance(index, SqliteIndex)
+    assert Path(index.path).parent == cache
+    index.close()
+    again, _ = open_it([root])
+    assert isinstance(again, SqliteIndex)
+    assert fresh(again, root).read == 0  # nothing read a second time
+    again.close()
+
+
+def test_a_changed_added_or_removed_file_is_reindexed_alone(tmp_path: Path) -> None:
+    root = big(tmp_path)
+    path = store.index_path(tmp_path / "cache", [root])
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        first = fresh(index, root)
+        assert (first.read, first.removed) == (30, 0)
+    page = root / "part1" / "page-00001.html"
+    page.write_text(page.read_text().replace("</body>", "<p>Zebra crossings are ours.</p></body>"))
+    age(page, seconds=30)
+    age(root / "new.md", "# New\n\nA brand new article about flamingos.\n")
+    (root / "part2" / "page-00002.html").unlink()
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        found = discover([root])[0]
+        assert index.status(found).stale == 3
+        second = index.refresh(found)
+        assert (second.read, second.removed, second.unchanged) == (2, 1, 28)
+        assert index.status(found).stale == 0
+        assert index.fetch([rank("zebra crossings", index)[0].key])[0].path == str(page)
+        assert rank("flamingos", index)
+        assert index.size().articles == 30
+
+
+def test_a_file_changed_within_the_same_tick_is_read_again(tmp_path: Path) -> None:
+    # An edit right after indexing can keep the size and the mtime tick: a file modified
+    # this recently is stored as unsettled and read again next time.
+    root = big(tmp_path)
+    path = store.index_path(tmp_path / "cache", [root])
+    edited = root / "part0" / "page-00000.html"
+    then = edited.stat().st_mtime_ns
+    os.utime(edited, ns=(then, then))
+    settled = then - 10**9
+    for other in discover([root])[0]:
+        if other.path != str(edited):
+            os.utime(other.path, ns=(settled, settled))
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        index.now_ns = lambda: then + 50_000_000  # read 50 ms after its last change
+        assert fresh(index, root).read == 30
+        assert fresh(index, root).read == 1
+        index.now_ns = lambda: then + 150_000_000
+        assert fresh(index, root).read == 1  # settled this time
+        assert fresh(index, root).read == 0
+
+
+def test_a_corrupt_index_is_rebuilt_with_a_warning_and_the_question_answered(
+    tmp_path: Path,
+) -> None:
+    root = big(tmp_path)
+    age(root / "refunds.md", REFUND_PAGE)
+    index, _ = open_it([root])
+    assert isinstance(index, SqliteIndex)
+    where = Path(index.path)
+    index.close()
+    where.write_bytes(b"this is not a database at all" * 100)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{where}{suffix}").unlink(missing_ok=True)
+    index, said = open_it([root])
+    assert len(said) == 1 and "unusable" in said[0] and "rebuilding" in said[0]
+    assert isinstance(index, SqliteIndex) and index.path == str(where)
+    request = wiring.request_for(config(), QUESTION, index, budget=6000)
+    assert NEEDLE in request.system
+    index.close()
+
+
+def test_an_unwritable_cache_dir_means_an_in_memory_index_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = big(tmp_path)
+    age(root / "refunds.md", REFUND_PAGE)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache dir should be")  # unwritable even for root
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    index, said = open_it([root])
+    assert isinstance(index, SqliteIndex) and index.path == ":memory:"
+    assert len(said) == 1 and "in memory for this run" in said[0]
+    assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
+
+
+def test_three_processes_building_one_index_at_once_all_answer_and_share_it(
+    tmp_path: Path,
+) -> None:
+    root = big(tmp_path, pages=40)
+    age(root / "refunds.md", REFUND_PAGE)
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from cli.runtime import wiring
+        from gateway.config import load_default_config
+        from gateway.knowledge.store import SqliteIndex
+        config = load_default_config()
+        read = []
+        index = wiring.open_help_centre(
+            [Path({str(root)!r})], config, whole=False, warn=sys.stderr.write,
+            progress=lambda p: read.append(p.files))
+        assert isinstance(index, SqliteIndex), index
+        request = wiring.request_for(config, {QUESTION!r}, index, budget=6000)
+        print(max(read, default=0), {NEEDLE!r} in request.system)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+        assert err == ""
+    read = sorted(int(out.split()[0]) for out, _ in outputs)
+    assert [out.split()[1] for out, _ in outputs] == ["True"] * 3
+    assert read == [0, 0, 41]  # one built it; the others waited, then found nothing to do
+    with SqliteIndex.open(
+        store.index_path(wiring.cache_dir(), [root]), [root], warn=pytest.fail
+    ) as index:
+        status = index.status(discover([root])[0])
+        assert (status.articles, status.stale) == (41, 0)
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+def test_symlinked_folders_are_followed_and_a_loop_is_skipped_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    kb = tmp_path / "kb"
+    (kb / "own").mkdir(parents=True)
+    (kb / "own" / "a.md").write_text("# A\n\nOwn text.\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "b.md").write_text("# B\n\nShared text about flamingos.\n")
+    (kb / "linked").symlink_to(shared, target_is_directory=True)
+    (kb / "own" / "up").symlink_to(kb, target_is_directory=True)  # a loop
+    articles, warnings = load_articles([kb])
+    assert [a.title for a in articles] == ["B", "A"]  # linked/b.md, own/a.md
+    assert warnings == [
+        f"skipped {kb / 'own' / 'up'}: a symlink loop (it leads back to a folder above it)"
+    ]
+
+
+def test_an_article_over_the_size_cap_is_skipped_with_a_warning_naming_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "small.md").write_text("# Small\n\nFits.\n")
+    huge = tmp_path / "huge.md"
+    huge.write_text("# Huge\n\n" + "word " * 3000)
+    articles, warnings = load_articles([tmp_path], Limits(max_article_bytes=10_000))
+    assert [a.title for a in articles] == ["Small"]
+    assert warnings == [
+        f"skipped {huge}: 15,008 bytes, over the 10,000 bytes cap for one article "
+        "(raise articles.max_article_bytes in the config to read it)"
+    ]
+
+
+def test_an_absurd_set_is_refused_before_any_file_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_centre(tmp_path / "kb", 30)
+    opened: list[str] = []
+    monkeypatch.setattr(Path, "read_bytes", lambda self: opened.append(str(self)) or b"")
+    with pytest.raises(SetTooLarge, match=r"more than 20 files .*articles.max_set_files"):
+        discover([tmp_path / "kb"], Limits(max_set_files=20))
+    with pytest.raises(CliError) as refused:
+        wiring.open_help_centre(
+            [tmp_path / "kb"], config(max_set_bytes=50_000), whole=False, warn=pytest.fail
+        )
+    assert refused.value.code == 66
+    assert "more than 50,000 bytes (the cap, articles.max_set_bytes)" in refused.value.message
+    assert "raise the cap in the config" in refused.value.message
+    assert opened == []
+
+
+def test_binary_and_non_utf8_files_are_skipped_with_a_warning_in_an_index_too(
+    tmp_path: Path,
+) -> None:
+    root = big(tmp_path)
+    (root / "binary.md").write_bytes(b"PK\x03\x04\x00\x00zip inside")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    for _ in range(2):  # warned on every question, not only when first read
+        index, said = open_it([root])
+        assert isinstance(index, SqliteIndex)
+        assert sorted(said) == [
+            f"skipped {root / 'binary.md'}: not a text file (binary, or not UTF-8)",
+            f"skipped {root / 'latin1.txt'}: not a text file (binary, or not UTF-8)",
+        ]
+        index.close()
+
+
+def test_no_readable_article_in_an_indexed_set_exits_66(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    root.mkdir()
+    for number in range(40):
+        (root / f"blob{number}.md").write_bytes(b"\x00" * 10_000)
+    said: list[str] = []
+    with pytest.raises(CliError) as failed:
+        wiring.open_help_centre([root], config(), whole=False, warn=said.append)
+    assert failed.value.code == 66 and "no readable article" in failed.value.message
+    assert len(said) == 40
+
+
+def test_a_python_without_fts5_reads_the_articles_each_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = big(tmp_path)
+    age(root / "refunds.md", REFUND_PAGE)
+    monkeypatch.setattr(store, "has_fts5", lambda: False)
+    said: list[str] = []
+    index = open_centre(
+        [root], limits=Limits(), cache_dir=wiring.cache_dir, whole=False, warn=said.append
+    )
+    assert isinstance(index, MemoryIndex)
+    assert said == [
+        "this Python's sqlite3 has no FTS5: reading every article this run instead of "
+        "keeping an index"
+    ]
+    assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
+
+
+# -- compaction --------------------------------------------------------------------------
+
+
+def test_a_deployment_with_a_small_window_gets_the_best_passages_that_fit_it() -> None:
+    from gateway.clock import FixedRandom, VirtualClock
+    from gateway.config import Deployment, Policy
+    from gateway.engine.loop import Engine
+    from gateway.model import ProviderKind
+    from gateway.state.memory import MemoryStore
+    from gateway.tokens import count_tokens
+    from tests.support.fakes import ScriptedFactory, ScriptedProvider, answer
+
+    small = Deployment("small", ProviderKind.OPENAI, 2_000, Policy(), "m", "OPENAI_API_KEY")
+    settings = replace(config(), deployments=(small,), long_context=None)
+    index = MemoryIndex(load_articles([KB])[0])
+    prompts = wiring.prompting(settings, "How do I reset my password?", index, budget=6000)
+    whole = prompts.request()
+    assert len(whole.articles) == 12  # the help centre fits the budget: sent whole...
+    provider = ScriptedProvider("small", [answer("Use Forgot password.")])
+    clock = VirtualClock()
+    engine = Engine(
+        settings,
+        providers=ScriptedFactory([provider]),
+        store=MemoryStore(),
+        clock=clock,
+        sleeper=clock,
+        rng=FixedRandom(0.5),
+        environ={"OPENAI_API_KEY": "sk-test"},
+        count_tokens=count_tokens,
+    )
+    result = engine.ask(whole, compact=prompts)
+    assert result.status is Status.ANSWERED
+    sent = provider.requests[0]  # ...but not to a 2,000-token window: its best passages
+    assert count_tokens(sent.system + "\n" + sent.question) <= 2_000 - 400
+    assert "Send reset link" in sent.system
+    assert result.articles[0].title == "Resetting your password"
+    assert result.articles == sent.sources and all(s.score for s in sent.sources)
