@@ -393,7 +393,8 @@ class CooldownBasis(StrEnum):
 class Cooldown:
     """A deployment (or one of its keys) skipped until `until` (wall-clock epoch seconds).
 
-    `name` is the deployment's name, or `key:VARIABLE` for a key. Only what classifies the
+    `name` is the deployment's name, or for one of its keys the pair's name
+    (`gateway.credentials.key_name`). Only what classifies the
     failure is kept (its kind, HTTP status, the provider's error code): never provider text,
     which can echo the question or the prompt into a file shared by every invocation.
     `trips` counts the cooldowns taken in a row with no success between them; `credential`
@@ -401,7 +402,7 @@ class Cooldown:
     """
 
     name: str
-    deployment: str  # the deployment cooled; for a key, the one that found it failing
+    deployment: str  # the deployment cooled, or the one whose key is
     until: float
     kind: ErrorKind
     started: float
@@ -410,12 +411,3 @@ class Cooldown:
     trips: int = 1
     basis: CooldownBasis = CooldownBasis.POLICY
     credential: str | None = field(default=None, repr=False)  # salted fingerprint, never a key
-
-    @property
-    def key_variable(self) -> str | None:
-        """The key's variable name when this cools a key, else None."""
-        return self.name.removeprefix(KEY_PREFIX) if self.name.startswith(KEY_PREFIX) else None
-
-
-KEY_PREFIX = "key:"
-"""Names of key cooldowns: `key:` + the variable's name (`key:OPENAI_API_KEY`)."""

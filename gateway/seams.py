@@ -79,10 +79,10 @@ class RandomSource(Protocol):
 class StateStore(Protocol):
     """What the fleet shares across invocations: cooldowns, probe leases, cursors.
 
-    Records are named by deployment, or `key:VARIABLE` for one key. `credentials` maps a
-    name to its current key (or None): a record bound to a key's fingerprint is void once
-    the key differs. All times are epoch seconds. No store raises for its own trouble (a
-    bad file, a Redis that is down): it reports it and carries on.
+    Records are named by deployment, or `key:DEPLOYMENT/VARIABLE` for one of its keys.
+    `credentials` maps a name to its current key (or None): a record bound to a key's
+    fingerprint is void once the key differs. All times are epoch seconds. No store raises
+    for its own trouble (a bad file, a Redis that is down): it reports it and carries on.
     """
 
     def read(

@@ -1,5 +1,11 @@
 """`support-ask cooldowns`: which deployments are being skipped, for how long, and why;
-`cooldowns reset [NAME]` clears them; `cooldowns path` prints the state file."""
+`cooldowns reset [NAME]` clears them; `cooldowns path` prints the state file.
+
+A key's cooldown is its deployment's alone, so it is listed as `deployment / KEY_VARIABLE`,
+and `reset primary` clears primary's own record and those of its keys (the user thinks in
+deployments); `reset primary/KEY_VARIABLE` clears that one pair. An earlier release's
+key-wide records are never shown: nothing honours them any more.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ def _setup(
 
 def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json: bool) -> int:
     from cli.runtime import wiring
-    from gateway.engine.credentials import current
+    from gateway.engine.credentials import current, obsolete
 
     # Read-only: a listing reports a bad state file, it never moves or rewrites it.
     store = wiring.open_store(path, warn=diag.warn, config=config, read_only=True)
@@ -47,6 +53,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         (c, "probing" if c.name in seen.probing else "awaiting_probe")
         for c in sorted(seen.due.values(), key=lambda c: c.name)
     ]
+    rows = [(c, state) for c, state in rows if not obsolete(c.name)]
     # A key's cooldown taken with another value of its variable (another machine's key,
     # or one since replaced) holds nothing back here; it is shown, marked so.
     shown = {c.name for c, _ in rows}
@@ -54,6 +61,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         (c, "other_key")
         for c in store.entries()
         if c.name not in shown and c.credential is not None and c.until > now
+        if not obsolete(c.name)
     ]
     if as_json:
         out = [_as_json(c, state, now) for c, state in rows]
@@ -67,7 +75,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
     from cli.terminal.output import stdout_console
 
     table = Table(title=f"cooling down (state: {path})", title_justify="left")
-    for column in ("deployment", "key", "time left", "reason", "how it ends", "trips", "started"):
+    for column in ("deployment / key", "time left", "reason", "how it ends", "trips", "started"):
         table.add_column(column, overflow="fold")
     for c, state in rows:
         left = {
@@ -77,8 +85,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
             "other_key": f"{duration(c.until - now)}, for another value of the key",
         }[state]
         table.add_row(
-            c.deployment,
-            c.key_variable or "",
+            shown_name(c),
             left,
             reason(c),
             ending(c),
@@ -87,6 +94,19 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         )
     stdout_console().print(table)
     return 0
+
+
+def shown_name(c: Cooldown) -> str:
+    """`primary`, or `primary / OPENAI_API_KEY` for one of its keys."""
+    from gateway.engine.credentials import key_variable
+
+    variable = key_variable(c.name)
+    return c.deployment if variable is None else f"{c.deployment} / {variable}"
+
+
+def _reset_name(c: Cooldown) -> str:
+    """What `cooldowns reset` takes to clear just this record: `primary/OPENAI_API_KEY`."""
+    return shown_name(c).replace(" / ", "/")
 
 
 def reason(c: Cooldown) -> str:
@@ -105,16 +125,20 @@ _ENDINGS = {
 
 def ending(c: Cooldown) -> str:
     """How the cooldown will end, in words."""
+    from gateway.engine.credentials import key_variable
+
     text = _ENDINGS[str(c.basis)]
     if c.credential is not None:
-        text += f", or when {c.key_variable or 'the key'} changes"
+        text += f", or when {key_variable(c.name) or 'the key'} changes"
     return text + "; then one probe"
 
 
 def _as_json(c: Cooldown, state: str, now: float) -> dict[str, object]:
+    from gateway.engine.credentials import key_variable
+
     return {
         "deployment": c.deployment,
-        "key": c.key_variable,
+        "key": key_variable(c.name),
         "state": state,
         "seconds_left": round(max(0.0, c.until - now), 3),
         "until": c.until,
@@ -146,7 +170,7 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
                 fix="start Redis or correct state.url / --state, then run the reset again",
             )
     entries = store.entries()
-    recorded = {c.deployment for c in entries} | {c.name for c in entries}
+    recorded = {c.deployment for c in entries} | {_reset_name(c) for c in entries}
     if name is not None:
         known = {d.name for d in config.all_deployments()}
         if name not in known and name not in recorded:
@@ -163,7 +187,9 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
             diag.notice(f"{name} was not cooling down")
             return 0
     # A deployment's name clears its keys' cooldowns too: the user thinks in deployments.
-    wanted = {c.name for c in entries if name is None or name in (c.name, c.deployment)}
+    wanted = {
+        c.name for c in entries if name is None or name in (c.name, c.deployment, _reset_name(c))
+    }
     if name is None:
         store.clear(None)
     for record in sorted(wanted if name is not None else ()):
@@ -218,7 +244,11 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         name: Annotated[
             str | None,
-            typer.Argument(help="The deployment to clear; none clears all.", metavar="NAME"),
+            typer.Argument(
+                help="The deployment to clear (its keys too), or one pair (primary/KEY_VAR); "
+                "none clears all.",
+                metavar="NAME",
+            ),
         ] = None,
         config: ConfigOpt = None,
         state: StateOpt = None,

@@ -48,7 +48,7 @@ def seconds_until_callable(
 
     def wait(d: Deployment) -> float:
         # Back when the deployment is, and one of its keys (if any) is too.
-        keys = [left(key_name(v)) for v in variables(d)]
+        keys = [left(key_name(d.name, v)) for v in variables(d)]
         return max(left(d.name), min(keys, default=0.0))
 
     return min(wait(d) for d in callable_)

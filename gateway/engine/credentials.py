@@ -4,9 +4,15 @@ A deployment may name several key variables (`api_key_env: [A, B]`). Each key is
 credential: a failure that belongs to the key (a bad key, an exhausted quota or billing,
 a rate limit on that key) cools the key, and the deployment's next key is tried at once;
 a failure that belongs to the provider (5xx, overloaded, a timeout, the network) cools
-the deployment. A key is named by its environment variable (`key:OPENAI_API_KEY` in the
-state, `OPENAI_API_KEY` in the attempts), never by its value; a record bound to a key also
-keeps its salted fingerprint, so a key that changed is a new chance.
+the deployment. A key's failure cools the pair (deployment, key), never the variable for
+every deployment naming it: providers count rate limits per model (and per deployment on
+Azure), and even a 401 or an exhausted quota seen at one endpoint is only a guess about
+another, one that would cost the customer the answer while checking costs one fast call.
+
+A key is named by its environment variable, never by its value: `key:primary/OPENAI_API_KEY`
+in the state, `OPENAI_API_KEY` in the attempts. A record bound to a key also keeps its
+salted fingerprint, so a key that changed is a new chance. This module is the one place
+that builds and reads those names; the stores know a name and a key binding, no more.
 """
 
 from __future__ import annotations
@@ -15,8 +21,13 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from gateway.config import Config, Deployment, KeyStrategy
-from gateway.model import KEY_PREFIX, ErrorKind
+from gateway.model import ErrorKind
 from gateway.secret import KeyValueError, Secret, read_key
+
+KEY_PREFIX = "key:"
+# Deployment names are letters, digits, '-', '_' and '.', variables never hold '/': the
+# pair's name splits back unambiguously.
+_PAIR = "/"
 
 # The failures that are the key's, not the provider's: another key may well work now.
 KEY_SCOPED = frozenset({ErrorKind.AUTH, ErrorKind.QUOTA, ErrorKind.RATE_LIMIT})
@@ -24,15 +35,16 @@ KEY_SCOPED = frozenset({ErrorKind.AUTH, ErrorKind.QUOTA, ErrorKind.RATE_LIMIT})
 
 
 class Key(NamedTuple):
-    """One usable key: its variable's name and its value."""
+    """One usable key of one deployment: its variable's name and its value."""
 
     variable: str
     secret: Secret
+    deployment: str
 
     @property
     def record(self) -> str:
-        """The name of this key's record in the shared state."""
-        return key_name(self.variable)
+        """The name of this pair's record (this deployment, this key) in the shared state."""
+        return key_name(self.deployment, self.variable)
 
 
 class Keys(NamedTuple):
@@ -50,9 +62,23 @@ class Keys(NamedTuple):
         return "; ".join(self.unusable)
 
 
-def key_name(variable: str) -> str:
-    """The state record's name for the key held in `variable`."""
-    return KEY_PREFIX + variable
+def key_name(deployment: str, variable: str) -> str:
+    """The state record's name for `deployment`'s key held in `variable`."""
+    return f"{KEY_PREFIX}{deployment}{_PAIR}{variable}"
+
+
+def key_variable(name: str) -> str | None:
+    """The key variable a record's name is for; None for a deployment's own record."""
+    if not name.startswith(KEY_PREFIX):
+        return None
+    return name[len(KEY_PREFIX) :].rpartition(_PAIR)[2]
+
+
+def obsolete(name: str) -> bool:
+    """Whether `name` is a key-wide record of an earlier release (`key:VARIABLE`, for every
+    deployment naming it). Never honoured: it would keep a fallback on the same key shut
+    for up to an hour after the upgrade, and dropping one costs at most one call."""
+    return name.startswith(KEY_PREFIX) and _PAIR not in name
 
 
 def key_scoped(kind: ErrorKind) -> bool:
@@ -80,7 +106,7 @@ def keys_for(deployment: Deployment, environ: Mapping[str, str]) -> Keys:
         if secret is None:
             unusable.append(f"{variable} not set")
         else:
-            usable.append(Key(variable, secret))
+            usable.append(Key(variable, secret, deployment.name))
     return Keys(tuple(usable), tuple(unusable), needed=bool(names))
 
 
@@ -99,9 +125,11 @@ def in_turn(keys: Sequence[Key], deployment: Deployment, cursor: int) -> list[Ke
 
 
 def record_names(config: Config) -> frozenset[str]:
-    """Every name the state may hold a record under for `config`: deployments and keys."""
+    """Every name the state may hold a record under for `config`: deployments and their
+    (deployment, key) pairs. A record of any other name is pruned when the state is next
+    written: an earlier release's key-wide records among them."""
     names = {d.name for d in config.all_deployments()}
-    names.update(key_name(v) for d in config.all_deployments() for v in variables(d))
+    names.update(key_name(d.name, v) for d in config.all_deployments() for v in variables(d))
     return frozenset(names)
 
 

@@ -350,7 +350,12 @@ class _Question:
                     self._record_skip(d, barrier.last_error)
                     self.verdicts[d.name] = barrier
                 else:
-                    turn = self._begin(d)
+                    begun = self._begin(d)
+                    if isinstance(begun, _Verdict):
+                        self._record_skip(d, begun.last_error)
+                        self.verdicts[d.name] = begun
+                    else:
+                        turn = begun
                 continue
             d = turn.deployment
             now = self.clock.monotonic()
@@ -382,8 +387,10 @@ class _Question:
                     turn, turn.calls, ending.failure, Outcome.RETRY, elapsed, 0.0, _SHRUNK
                 )
                 continue
-            # A failure that is the key's (bad key, quota, its rate limit) cools that key,
-            # and the deployment's next key is tried at once; any other cools the deployment.
+            # A failure that is the key's (bad key, quota, its rate limit) cools that key for
+            # this deployment alone (another naming the same variable is still tried with
+            # it), and the deployment's next key is tried at once; any other failure cools
+            # the deployment.
             keys_fault = (
                 step.outcome is Outcome.FAIL_OVER
                 and turn.key is not None
@@ -412,8 +419,7 @@ class _Question:
                 continue
             if keys_fault and turn.key is not None:
                 self._cool(turn, ending.failure, step.cooldown, key=turn.key)
-                if turn.spare:
-                    self._next_key(turn)
+                if self._next_key(turn):
                     continue
             else:
                 self._cool(turn, ending.failure, step.cooldown)
@@ -435,14 +441,41 @@ class _Question:
                     self.verdicts[other.name] = _Verdict(why, too_small=True)
             turn = None
 
-    def _begin(self, d: Deployment) -> _Turn:
+    def _begin(self, d: Deployment) -> _Turn | _Verdict:
         """Start calling `d`: its keys, in the order this question tries them, are chosen
-        here (the first is used; the others wait for a failure that is the key's)."""
-        keys = self._keys(d)
-        key, spare = (keys[0], keys[1:]) if keys else (None, [])
+        here (the first is used; the others wait for a failure that is the key's). A
+        verdict instead when every key's probe went to another invocation meanwhile."""
+        spare = self._keys(d)
+        key = self._take_key(d, spare)
+        if spare == [] and key is None and self.seams.keys_for(d).usable:
+            return _Verdict(_PROBED_ELSEWHERE, transient=True, cooling=True)
         provider = self.seams.provider_for(d, None if key is None else key.secret)
         budget = Budget(self.clock.monotonic(), d.policy.budget)
-        return _Turn(d, key, spare, provider, budget, probe=d.name in self.probes)
+        return _Turn(d, key, spare, provider, budget, probe=self._probing(d, key))
+
+    def _probing(self, d: Deployment, key: Key | None) -> bool:
+        """Whether a call to `d` with `key` is the one probe after a cooldown (of the
+        deployment, or of this pair)."""
+        return d.name in self.probes or (key is not None and key.record in self.probes)
+
+    def _take_key(self, d: Deployment, candidates: list[Key]) -> Key | None:
+        """The next of `candidates` this question may call `d` with, taken off the list. A
+        pair whose cooldown ended is probed by one invocation of the fleet, under the
+        lease deployments' probes use: one that loses the lease goes on with the next key."""
+        while candidates:
+            key = candidates.pop(0)
+            if key.record not in self.seen.due:
+                return key
+            lease = d.policy.timeout + 1.0  # the probe's longest call, and a little more
+            if self.seams.store.lease(key.record, now=self.clock.wall(), ttl=lease):
+                self.probes.add(key.record)
+                log.info(
+                    "%s: the cooldown of its key %s ended; this invocation sends the one probe",
+                    d.name,
+                    key.variable,
+                )
+                return key
+        return None
 
     def _held_back(self, turn: _Turn) -> _Verdict | None:
         """Why `turn` must not call now, going by the cooldowns this process took since the
@@ -452,9 +485,8 @@ class _Question:
         cooldown = held.holding(d.name, None, now)
         while cooldown is None and turn.key is not None:
             cooldown = held.holding(turn.key.record, turn.key.secret, now)
-            if cooldown is None or not turn.spare:
+            if cooldown is None or not self._next_key(turn):
                 break
-            self._next_key(turn)
             cooldown = None
         if cooldown is None:
             return None
@@ -462,23 +494,37 @@ class _Question:
         why = f"cooling down for {left:.0f} s after {cooldown.kind}"
         return _Verdict(f"{why} (cooled by another question meanwhile)", transient=True)
 
-    def _next_key(self, turn: _Turn) -> None:
-        """Go on with the deployment's next key: a fresh adapter, a fresh count of retries."""
-        turn.key = turn.spare.pop(0)
-        turn.provider = self.seams.provider_for(turn.deployment, turn.key.secret)
+    def _next_key(self, turn: _Turn) -> bool:
+        """Go on with the deployment's next key: a fresh adapter, a fresh count of retries.
+        False when it has no other key it may be called with."""
+        key = self._take_key(turn.deployment, turn.spare)
+        if key is None:
+            return False
+        turn.key = key
+        turn.provider = self.seams.provider_for(turn.deployment, key.secret)
         turn.retries = 0
+        turn.probe = self._probing(turn.deployment, key)
+        return True
 
     def _keys(self, d: Deployment) -> list[Key]:
-        """`d`'s usable keys that are not cooling down, in this question's order."""
+        """`d`'s usable keys that nothing holds back, in this question's order."""
         usable = self.seams.keys_for(d).usable
         ordered = credentials.in_turn(usable, d, self.seen.cursors.get(d.name, 0))
+        return [k for k in ordered if self._key_held(k) is None]
+
+    def _key_held(self, key: Key) -> str | None:
+        """Why the pair (deployment, `key`) must not be called now, in a few words (None:
+        it may): cooling down (as read, or cooled by another question of this process
+        since), or its cooldown ended and another invocation is sending the probe."""
         now = self.clock.wall()
-        return [
-            k
-            for k in ordered
-            if k.record not in self.seen.cooling
-            and self.seams.held.holding(k.record, k.secret, now) is None
-        ]
+        cooldown = self.seen.cooling.get(key.record) or self.seams.held.holding(
+            key.record, key.secret, now
+        )
+        if cooldown is not None:
+            return f"{key.variable} for {cooldown.until - now:.0f} s after {cooldown.kind}"
+        if key.record in self.seen.due and key.record in self.seen.probing:
+            return f"{key.variable}: another invocation is sending the one probe"
+        return None
 
     def _claim_probe(self, d: Deployment) -> _Verdict | None:
         """When `d`'s cooldown has ended, one call in the whole fleet probes it, under a
@@ -577,13 +623,9 @@ class _Question:
         return None
 
     def _keys_cooling(self, keys: Keys) -> str:
-        now = self.clock.wall()
-        each = [
-            f"{k.variable} for {c.until - now:.0f} s after {c.kind}"
-            for k in keys.usable
-            if (c := self.seen.cooling.get(k.record)) is not None
-        ]
-        return "every key is cooling down: " + ", ".join(each)
+        """Why none of `keys` may be called: each one is named, with what holds it back."""
+        each = [why for k in keys.usable if (why := self._key_held(k)) is not None]
+        return "every key is cooling down: " + (", ".join(each) or "held back")
 
     def _record_skip(self, d: Deployment, why: str) -> None:
         self._record(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))

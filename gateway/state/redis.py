@@ -9,10 +9,11 @@ Keys, under `state.prefix` (default `support-ask`):
     <prefix>:lease:<name>  the probe's lease, "<until> <holder>", taken like SET NX PX
     <prefix>:cursor:<name> a round-robin cursor (INCR)
 
-`<name>` is a deployment's name, or `key:VARIABLE` for one key. A question that goes well
-costs one round trip: one pipeline reading the salt, every record and every lease (and
-moving the round-robin cursors on). A cooldown is written by a Lua script that runs the
-same rule as `rules.merge` on the server, so two machines racing keep the longer one.
+`<name>` is a deployment's name, or `key:DEPLOYMENT/VARIABLE` for one of its keys. A
+question that goes well costs one round trip: one pipeline reading the salt, every record
+and every lease (and moving the round-robin cursors on). A cooldown is written by a Lua
+script that runs the same rule as `rules.merge` on the server, so two machines racing keep
+the longer one.
 
 Redis is a help, never a risk: connect and command timeouts are short, nothing is
 retried, and on the first error the store says so once and carries on for the rest of the

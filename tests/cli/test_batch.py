@@ -308,9 +308,9 @@ def test_a_cooldown_one_worker_takes_keeps_every_other_worker_off_that_deploymen
     skipped = retried[0]["attempts"][1]  # type: ignore[index]
     assert skipped["decision"] == "skipped" and "another question" in skipped["detail"]
     # The cooldown is in the state store too, for the next invocation (a rate limit is
-    # the key's: primary's key is cooled).
+    # the key's: primary's key is cooled, for primary alone).
     state = json.loads((work / "state.json").read_text())
-    assert "key:OPENAI_API_KEY" in state["cooldowns"]
+    assert "key:primary/OPENAI_API_KEY" in state["cooldowns"]
 
 
 def test_a_server_that_rate_limits_slows_the_batch_down_instead_of_multiplying_the_storm(

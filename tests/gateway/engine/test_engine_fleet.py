@@ -47,7 +47,7 @@ def test_a_keys_own_failure_cools_that_key_and_the_next_key_is_tried_at_once() -
         ("primary", "KEY_B", "answered"),
     ]
     assert "next: its key KEY_B" in result.attempts[0].detail
-    assert [c.name for c in h.store.entries()] == ["key:KEY_A"], "the key, not the deployment"
+    assert [c.name for c in h.store.entries()] == ["key:primary/KEY_A"], "the pair, not the deployment"
 
     second = h.ask()
     assert [(a.key, str(a.decision)) for a in second.attempts] == [("KEY_B", "answered")]
@@ -72,7 +72,7 @@ def test_a_providers_failure_cools_the_deployment_not_its_keys() -> None:
 def test_when_every_key_is_cooling_the_deployment_is_skipped_saying_so() -> None:
     h = harness({"primary": [failure(ErrorKind.QUOTA)], "fallback": [answer("fallback")]})
     assert h.ask().deployment == "fallback"
-    assert sorted(c.name for c in h.store.entries()) == ["key:KEY_A", "key:KEY_B"]
+    assert sorted(c.name for c in h.store.entries()) == ["key:primary/KEY_A", "key:primary/KEY_B"]
     skipped = h.ask().attempts[0]
     assert skipped.decision is Outcome.SKIPPED
     assert skipped.detail.startswith("every key is cooling down: KEY_A for 3600 s after quota")
@@ -86,7 +86,7 @@ def test_a_rotated_key_value_is_a_new_chance() -> None:
     h.providers["primary"].script[:] = [answer("the new key works")]
     result = h.ask()
     assert (result.answer, result.attempts[0].key) == ("the new key works", "KEY_A")
-    assert [c.name for c in h.store.entries()] == ["key:KEY_B"], "A's record cleared"
+    assert [c.name for c in h.store.entries()] == ["key:primary/KEY_B"], "A's record cleared"
 
 
 def test_round_robin_starts_each_question_at_the_next_key() -> None:
