@@ -108,7 +108,17 @@ def decisions(result) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 # -- the acceptance test the user asked for, word for word -----------------------------------
 
 
-def test_primary_429_three_times_fails_over_and_the_next_request_goes_straight_to_fallback():
+def shared_key_config() -> Config:
+    """The most common fallback: a cheaper model of the same provider, on the same key."""
+    primary, _ = deployments()
+    fallback = replace(primary, name="fallback", model="gpt-4o-mini")
+    return Config(product="Acme", deployments=(primary, fallback), long_context=LONG)
+
+
+@pytest.mark.parametrize("shared_key", [False, True], ids=["two_keys", "one_shared_key"])
+def test_primary_429_three_times_fails_over_and_the_next_request_goes_straight_to_fallback(
+    shared_key: bool,
+):
     store = MemoryStore()
     h = Harness(
         {
@@ -116,6 +126,7 @@ def test_primary_429_three_times_fails_over_and_the_next_request_goes_straight_t
             "fallback": [answer("fallback text")],
         },
         store=store,
+        config=shared_key_config() if shared_key else None,
     )
     result = h.ask()
     assert h.calls("primary") == 3

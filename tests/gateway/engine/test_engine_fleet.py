@@ -47,7 +47,7 @@ def test_a_keys_own_failure_cools_that_key_and_the_next_key_is_tried_at_once() -
         ("primary", "KEY_B", "answered"),
     ]
     assert "next: its key KEY_B" in result.attempts[0].detail
-    assert [c.name for c in h.store.entries()] == ["key:primary/KEY_A"], "the pair, not the deployment"
+    assert [c.name for c in h.store.entries()] == ["key:primary/KEY_A"], "the pair, not primary"
 
     second = h.ask()
     assert [(a.key, str(a.decision)) for a in second.attempts] == [("KEY_B", "answered")]
