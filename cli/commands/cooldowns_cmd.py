@@ -75,7 +75,9 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
     from cli.terminal.output import stdout_console
 
     table = Table(title=f"cooling down (state: {path})", title_justify="left")
-    for column in ("deployment / key", "time left", "reason", "how it ends", "trips", "started"):
+    # What is cooling stays on one line; the words about it fold.
+    table.add_column("deployment / key", no_wrap=True)
+    for column in ("time left", "reason", "how it ends", "trips", "started"):
         table.add_column(column, overflow="fold")
     for c, state in rows:
         left = {

@@ -64,16 +64,14 @@ def simulated_config(config: Config) -> Config:
 
 
 def simulated_environ(config: Config) -> dict[str, str]:
-    """The environment the engine sees: no real key, a dummy one for each deployment."""
-    env = {k: v for k, v in os.environ.items() if not _is_key_var(config, k)}
-    for d in config.all_deployments():
-        if d.api_key_env:
-            env[d.api_key_env] = DUMMY_KEY
+    """The environment the engine sees: no real key, a dummy one in each key variable (every
+    one of a deployment's keys, so rotation to its next key is simulated too)."""
+    from gateway.credentials import variables
+
+    names = {v for d in config.all_deployments() for v in (d.api_key_env, *variables(d)) if v}
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    env.update(dict.fromkeys(names, DUMMY_KEY))
     return env
-
-
-def _is_key_var(config: Config, name: str) -> bool:
-    return any(d.api_key_env == name for d in config.all_deployments())
 
 
 def _summary_line(number: int, result: Result) -> str:
