@@ -1223,7 +1223,8 @@ def test_the_samples_commented_examples_are_valid_when_uncommented(tmp_path: Pat
     path = tmp_path / "uncommented.yaml"
     path.write_text("\n".join(out) + "\n")
     config = load_config(path)
-    primary, _, azure, _ = config.deployments
+    primary, _, large, azure, _ = config.deployments
+    assert (large.provider, large.api_key_env) == (primary.provider, primary.api_key_env)
     assert primary.headers == (("X-Team", "support"),)
     assert (primary.policy.retries, primary.policy.timeout) == (1, 10)
     assert primary.policy.budget == config.policy.budget
