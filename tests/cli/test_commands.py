@@ -283,6 +283,36 @@ def test_cooldowns_reset_one_or_all(home: Path) -> None:
     assert FileStore(state).entries() == []
 
 
+def test_cooldowns_lists_a_key_as_its_deployments_and_reset_clears_a_pair_or_all_of_one(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    state = home / "state.json"
+    now = time.time()
+    store = FileStore(state)
+    for name, deployment in [
+        ("key:primary/OPENAI_API_KEY", "primary"),
+        ("key:fallback/ANTHROPIC_API_KEY", "fallback"),
+        ("primary", "primary"),
+        # The previous release's key-wide record: honoured by nothing, shown nowhere.
+        ("key:OPENAI_API_KEY", "primary"),
+    ]:
+        store.cool(name, until=now + 60, kind=ErrorKind.AUTH, now=now, deployment=deployment)
+    listed = json.loads(run(["cooldowns", "--json"]).stdout)
+    assert sorted((c["deployment"], c["key"] or "") for c in listed) == [
+        ("fallback", "ANTHROPIC_API_KEY"),
+        ("primary", ""),
+        ("primary", "OPENAI_API_KEY"),
+    ]
+    out = run(["cooldowns"])
+    assert "primary / OPENAI_API_KEY" in out.stdout and out.stderr == ""
+    assert run(["cooldowns", "reset", "fallback/ANTHROPIC_API_KEY"]).exit_code == 0
+    assert "key:fallback/ANTHROPIC_API_KEY" not in {c.name for c in FileStore(state).entries()}
+    # A deployment's name clears its own record and its keys'.
+    assert run(["cooldowns", "reset", "primary"]).exit_code == 0
+    assert FileStore(state).entries() == []
+
+
 @pytest.mark.parametrize("name", ["primary", None])
 def test_cooldowns_reset_that_cannot_write_says_so_and_exits_74(
     home: Path, name: str | None
