@@ -394,7 +394,7 @@ class Cooldown:
     """A deployment (or one of its keys) skipped until `until` (wall-clock epoch seconds).
 
     `name` is the deployment's name, or for one of its keys the pair's name
-    (`gateway.credentials.key_name`). Only what classifies the
+    (`gateway.engine.credentials.key_name`). Only what classifies the
     failure is kept (its kind, HTTP status, the provider's error code): never provider text,
     which can echo the question or the prompt into a file shared by every invocation.
     `trips` counts the cooldowns taken in a row with no success between them; `credential`

@@ -66,9 +66,7 @@ def simulated_config(config: Config) -> Config:
 def simulated_environ(config: Config) -> dict[str, str]:
     """The environment the engine sees: no real key, a dummy one in each key variable (every
     one of a deployment's keys, so rotation to its next key is simulated too)."""
-    from gateway.credentials import variables
-
-    names = {v for d in config.all_deployments() for v in (d.api_key_env, *variables(d)) if v}
+    names = {v for d in config.all_deployments() for v in (d.api_key_env, *d.key_variables) if v}
     env = {k: v for k, v in os.environ.items() if k not in names}
     env.update(dict.fromkeys(names, DUMMY_KEY))
     return env

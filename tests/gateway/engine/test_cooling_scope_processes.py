@@ -1,7 +1,7 @@
 """What failed is what cools (issue 17), across real `support-ask simulate` processes: one
 machine's invocations sharing a state file, and two machines sharing a real redis-server on
-a free loopback port. A representative part of the table in tests/cooling_table.py (every
-class is covered in-process by tests/test_cooling_scope.py)."""
+a free loopback port. A representative part of the table in tests/support/cooling_table.py
+(every class is covered in-process by tests/gateway/engine/test_cooling_scope.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cooling_table import (
+from tests.cli.test_process import support_ask
+from tests.support.cooling_table import (
     CASES,
     LAYOUTS,
     Case,
@@ -22,8 +23,7 @@ from tests.cooling_table import (
     expected_cooled,
     grouped,
 )
-from tests.redis_server import RedisServer, redis_server
-from tests.test_cli_process import support_ask
+from tests.support.redis_server import RedisServer, redis_server
 
 CASE = {c.name: c for c in CASES}
 LAYOUT = {layout.name: layout for layout in LAYOUTS}

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from gateway.config import Config, Deployment, Policy
-from gateway.credentials import key_name
+from gateway.engine.credentials import key_name
 from gateway.model import ErrorKind, Failure, ProviderKind
-from tests.fakes import failure
+from tests.support.fakes import failure
 
 
 class Scope(StrEnum):

@@ -9,10 +9,11 @@ import re
 
 import pytest
 
-from gateway.credentials import key_name
+from gateway.engine.credentials import key_name
 from gateway.model import ErrorKind, Outcome, Status
 from gateway.state.memory import MemoryStore
-from tests.cooling_table import (
+from tests.gateway.engine.test_engine import Harness
+from tests.support.cooling_table import (
     CASES,
     LAYOUTS,
     Case,
@@ -22,8 +23,7 @@ from tests.cooling_table import (
     expected_cooled,
     grouped,
 )
-from tests.fakes import answer, failure
-from tests.test_engine import Harness
+from tests.support.fakes import answer, failure
 
 
 def harness(case: Case, layout: Layout, store: MemoryStore | None = None) -> Harness:
