@@ -5,16 +5,15 @@ stdout carries only the answer (or JSON); everything else goes to stderr through
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode, exit_code_for
+from cli.runtime.options import AskOptions
 from cli.runtime.wiring import CliError
 from cli.terminal.diag import Diag, is_tty
 from gateway.model import (
@@ -37,29 +36,6 @@ if TYPE_CHECKING:
     from gateway.seams import StateStore
 
 STDIN = "-"
-
-
-@dataclass(frozen=True)
-class AskOptions:
-    words: tuple[str, ...] = ()
-    articles: tuple[Path, ...] = ()
-    config: Path | None = None
-    state: str | None = None
-    product: str | None = None
-    json: bool = False
-    stream: bool = False
-    allow_restart: bool = False
-    quiet: bool = False
-    show_attempts: bool = False
-    verbose: int = 0
-    debug: bool = False
-    log: Path | None = None
-    no_log: bool = False
-    deployments: tuple[str, ...] = ()
-    budget: float | None = None
-    timeout: float | None = None
-    max_article_tokens: str | None = None
-    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
 def stdin_is_tty() -> bool:

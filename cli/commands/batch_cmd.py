@@ -18,7 +18,6 @@ Judgement calls:
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -27,13 +26,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
-from cli.commands.ask import AskOptions
-from cli.runtime import options
 from cli.runtime.exitcodes import ExitCode
+from cli.runtime.option_params import After, takes_ask_options
+from cli.runtime.options import AskOptions, Command
 from gateway.batch.source import Format
 
 if TYPE_CHECKING:
@@ -327,6 +326,7 @@ def _view(diag: Diag, live: bool, every: float) -> LineReport | LiveBar:
 
 def register(app: typer.Typer) -> None:
     @app.command("batch")
+    @takes_ask_options(Command.BATCH)
     def batch(
         source: Annotated[
             str,
@@ -369,19 +369,6 @@ def register(app: typer.Typer) -> None:
                 help="The input's format; auto: JSON Lines when the first line starts with {.",
             ),
         ] = Format.AUTO,
-        articles: options.Articles = None,
-        config: options.Config = None,
-        state: options.State = None,
-        product: options.Product = None,
-        quiet: Annotated[
-            bool,
-            typer.Option(
-                "--quiet",
-                "-q",
-                help="No progress bar or warnings: periodic one-line summaries, and the "
-                "summary at the end.",
-            ),
-        ] = False,
         every: Annotated[
             float,
             typer.Option(
@@ -389,47 +376,27 @@ def register(app: typer.Typer) -> None:
                 metavar="SECONDS",
                 help="Off a terminal (or with -q): a progress line this often (0: none).",
             ),
+            After("quiet"),
         ] = DEFAULT_EVERY_S,
-        verbose: options.Verbose = 0,
-        debug: options.Debug = False,
-        log: options.Log = None,
-        no_log: options.NoLog = False,
-        deployment: options.Deployments = None,
-        budget: options.Budget = None,
-        timeout: options.Timeout = None,
-        max_article_tokens: options.MaxArticleTokens = None,
+        **options: Any,
     ) -> None:
         """Answer a file of questions concurrently, one JSON line per question."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 
-        diag = Diag(quiet=quiet)
+        ask = AskOptions.of(Command.BATCH, options)
+        diag = Diag(quiet=ask.quiet)
         opts = BatchOptions(
             source=source,
-            ask=AskOptions(
-                articles=tuple(articles or ()),
-                config=config,
-                state=state,
-                product=product,
-                quiet=quiet,
-                verbose=verbose,
-                debug=debug,
-                log=log,
-                no_log=no_log,
-                deployments=tuple(deployment or ()),
-                budget=budget,
-                timeout=timeout,
-                max_article_tokens=max_article_tokens,
-                environ=dict(os.environ),
-            ),
+            ask=ask,
             out=out,
             resume=resume,
             concurrency=concurrency,
             format=input_format,
             every=every,
-            quiet=quiet,
+            quiet=ask.quiet,
         )
-        guarded(diag, debug, lambda: run_batch(opts, diag))
+        guarded(diag, ask.debug, lambda: run_batch(opts, diag))
 
 
 __all__ = ["BatchOptions", "register", "run_batch"]

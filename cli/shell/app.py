@@ -17,7 +17,7 @@ from cli.runtime.guard import PROG, markup_mode, run_guarded, silence_stdout, ve
 if TYPE_CHECKING:
     import typer
 
-    from cli.commands.ask import AskOptions
+    from cli.runtime.options import AskOptions
 
 
 def _options(args: Sequence[str]) -> Sequence[str]:

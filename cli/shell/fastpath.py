@@ -2,11 +2,11 @@
 
 Importing and setting up Typer costs about a third of a one-question run, and nearly
 every run is just `support-ask "question" -a kb [flags]`. This parser takes exactly that
-shape (the `ask` options below, words, `--`) and gives up on anything else (help,
+shape (the options of `ask`, words, `--`) and gives up on anything else (help,
 another command or a near miss of one, an unknown or bundled option, a missing value, no
 question on a terminal), returning None so Typer parses instead and owns every message.
 
-`ASK_OPTIONS` must match the Typer `ask` command's options; a test compares the two.
+Its options are those declared in cli.runtime.options, as Typer's `ask` takes them.
 """
 
 from __future__ import annotations
@@ -14,44 +14,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from enum import Enum
-from pathlib import Path
 from typing import Any
 
-from cli.commands.ask import AskOptions
+from cli.runtime.options import AskOptions, Command, Kind, declared_options
 from cli.shell import routing
 from cli.terminal.diag import is_tty
 
-
-class Kind(Enum):
-    FLAG = "flag"  # --json: True when present
-    COUNT = "count"  # -v, -v -v
-    VALUE = "value"  # --config PATH: the last one wins
-    MULTI = "multi"  # --articles PATH, repeatable
-
-
-# field of AskOptions -> (its flags, kind, type of a value)
-ASK_OPTIONS: Mapping[str, tuple[tuple[str, ...], Kind, type]] = {
-    "articles": (("--articles", "-a"), Kind.MULTI, Path),
-    "config": (("--config", "-c"), Kind.VALUE, Path),
-    "state": (("--state",), Kind.VALUE, str),  # a path or a redis:// URL
-    "product": (("--product",), Kind.VALUE, str),
-    "json": (("--json",), Kind.FLAG, bool),
-    "stream": (("--stream",), Kind.FLAG, bool),
-    "allow_restart": (("--allow-restart",), Kind.FLAG, bool),
-    "quiet": (("--quiet", "-q"), Kind.FLAG, bool),
-    "show_attempts": (("--show-attempts",), Kind.FLAG, bool),
-    "verbose": (("--verbose", "-v"), Kind.COUNT, int),
-    "debug": (("--debug",), Kind.FLAG, bool),
-    "log": (("--log",), Kind.VALUE, Path),
-    "no_log": (("--no-log",), Kind.FLAG, bool),
-    "deployments": (("--deployment", "-d"), Kind.MULTI, str),
-    "budget": (("--budget",), Kind.VALUE, float),
-    "timeout": (("--timeout",), Kind.VALUE, float),
-    "max_article_tokens": (("--max-article-tokens",), Kind.VALUE, str),
-}
-
-_BY_FLAG = {flag: field for field, (flags, _, _) in ASK_OPTIONS.items() for flag in flags}
+ASK_OPTIONS = {d.name: d for d in declared_options(Command.ASK)}
+_BY_FLAG = {flag: d.name for d in ASK_OPTIONS.values() for flag in d.spec.flags}
 # Typer's completion hook announces itself through this variable.
 COMPLETION_VAR = "_SUPPORT_ASK_COMPLETE"
 
@@ -86,7 +56,7 @@ def parse_ask(
         field = _BY_FLAG.get(name)
         if field is None:
             return None  # --help, a bundled -qv, a typo: Typer's job
-        _, kind, convert = ASK_OPTIONS[field]
+        kind, convert = ASK_OPTIONS[field].spec.kind, ASK_OPTIONS[field].value_type
         if kind in (Kind.FLAG, Kind.COUNT):
             if eq:
                 return None
@@ -111,6 +81,7 @@ def parse_ask(
     tty = is_tty(sys.stdin) if stdin_tty is None else stdin_tty
     if not words and tty:
         return None  # no question on a terminal: Typer shows the help
-    for many in ("articles", "deployments"):
-        values[many] = tuple(values.get(many, ()))
+    for name, declared in ASK_OPTIONS.items():
+        if declared.spec.kind is Kind.MULTI:
+            values[name] = tuple(values.get(name, ()))
     return AskOptions(words=tuple(words), **values)

@@ -6,12 +6,13 @@ Imported only once `main` knows it needs Typer (anything but `--version`).
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from cli.runtime import options
 from cli.runtime.guard import PROG, guarded, markup_mode, version
+from cli.runtime.option_params import After, takes_ask_options
+from cli.runtime.options import AskOptions, Command
 from cli.shell import routing
 from cli.shell.group import AskByDefault
 
@@ -76,8 +77,8 @@ def build_app() -> typer.Typer:
 
 
 def _register_ask(app: typer.Typer) -> None:
-
     @app.command("ask")
+    @takes_ask_options(Command.ASK)
     def ask(
         ctx: typer.Context,
         question: Annotated[
@@ -89,72 +90,15 @@ def _register_ask(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        articles: options.Articles = None,
-        config: options.Config = None,
-        state: options.State = None,
-        product: options.Product = None,
-        json_out: Annotated[
-            bool, typer.Option("--json", help="Print one JSON object (answer, attempts).")
-        ] = False,
-        stream: Annotated[
-            bool,
-            typer.Option(
-                "--stream", help="Write the answer as it arrives (JSON Lines with --json)."
-            ),
-        ] = False,
-        allow_restart: Annotated[
-            bool,
-            typer.Option(
-                "--allow-restart",
-                help="With --stream --json: when a stream breaks after text, emit a restart "
-                "event and stream the next attempt from its beginning.",
-            ),
-        ] = False,
-        quiet: Annotated[
-            bool, typer.Option("--quiet", "-q", help="Say nothing on stderr but errors.")
-        ] = False,
-        show_attempts: Annotated[
-            bool,
-            typer.Option(
-                "--show-attempts",
-                help="Print the attempts table even when stderr is not a terminal.",
-            ),
-        ] = False,
-        verbose: options.Verbose = 0,
-        debug: options.Debug = False,
-        log: options.Log = None,
-        no_log: options.NoLog = False,
-        deployment: options.Deployments = None,
-        budget: options.Budget = None,
-        timeout: options.Timeout = None,
-        max_article_tokens: options.MaxArticleTokens = None,
-        show_version: VersionOpt = False,
+        show_version: Annotated[VersionOpt, After.ALL] = False,
+        **options: Any,
     ) -> None:
         """Ask a question (the default command)."""
-        from cli.commands.ask import AskOptions, run_ask
+        from cli.commands.ask import run_ask
         from cli.terminal.diag import Diag
 
-        diag = Diag(quiet=quiet)
-        opts = AskOptions(
-            words=tuple(question or ()),
-            articles=tuple(articles or ()),
-            config=config,
-            state=state,
-            product=product,
-            json=json_out,
-            stream=stream,
-            allow_restart=allow_restart,
-            quiet=quiet,
-            show_attempts=show_attempts,
-            verbose=verbose,
-            debug=debug,
-            log=log,
-            no_log=no_log,
-            deployments=tuple(deployment or ()),
-            budget=budget,
-            timeout=timeout,
-            max_article_tokens=max_article_tokens,
-        )
+        opts = AskOptions.of(Command.ASK, options, words=tuple(question or ()))
+        diag = Diag(quiet=opts.quiet)
 
         def show_help() -> None:
             # Reached by `support-ask` alone on a terminal: show the whole command's help.
@@ -163,4 +107,4 @@ def _register_ask(app: typer.Typer) -> None:
             )
             diag.stream.write(target.get_help() + "\n")
 
-        guarded(diag, debug, lambda: run_ask(opts, diag, show_help=show_help))
+        guarded(diag, opts.debug, lambda: run_ask(opts, diag, show_help=show_help))

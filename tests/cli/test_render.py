@@ -249,11 +249,10 @@ def _typer_ask_options() -> dict[str, tuple[tuple[str, ...], str]]:
 def test_fast_path_knows_exactly_the_ask_options() -> None:
     from cli.shell.fastpath import ASK_OPTIONS
 
-    # The Typer parameters avoid shadowing the json module and read as one flag's value.
-    names = {"json_out": "json", "deployment": "deployments"}
-    typer_side = {names.get(k, k): v for k, v in _typer_ask_options().items()}
-    fast_side = {name: (tuple(sorted(f)), k.value) for name, (f, k, _) in ASK_OPTIONS.items()}
-    assert fast_side == typer_side
+    fast_side = {
+        name: (tuple(sorted(d.spec.flags)), d.spec.kind.value) for name, d in ASK_OPTIONS.items()
+    }
+    assert fast_side == _typer_ask_options()
 
 
 @pytest.mark.parametrize(
