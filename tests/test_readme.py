@@ -1,9 +1,9 @@
-"""Everything the README shows is run here, so the README cannot drift from the code.
+"""Everything the README and its docs/ pages show is run here, so they cannot drift from the code.
 
-Each `support-ask …` command in the README's sh blocks runs as a real process, offline:
-no API keys (the bundled config's `local` deployment answers), temporary state and log.
-The main command must answer "How do I reset my password?" from examples/kb with the
-LLM deployments visibly skipped for their missing keys.
+Each `support-ask …` command in their sh blocks (and in the README's table of common jobs)
+runs as a real process, offline: no API keys (the bundled config's `local` deployment
+answers), temporary state and log. The main command must answer "How do I reset my
+password?" from examples/kb with the LLM deployments visibly skipped for their missing keys.
 """
 
 from __future__ import annotations
@@ -20,23 +20,42 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = {p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}
+PAGES = {"README.md": README, **{f"docs/{name}": text for name, text in DOCS.items()}}
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY")
+# Where each command's reference lives: every flag its --help lists is on that page.
+COMMAND_PAGES = {
+    "ask": "ask.md",
+    "simulate": "simulate.md",
+    "cooldowns": "cooldowns.md",
+    "config check": "configuration.md",
+    "stats": "stats-and-eval.md",
+    "eval": "stats-and-eval.md",
+    "batch": "batch.md",
+    "index": "help-centre.md",
+}
 
 
 def sh_blocks() -> list[str]:
-    return re.findall(r"```sh\n(.*?)```", README, flags=re.S)
+    return [b for text in PAGES.values() for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S)]
+
+
+def common_jobs() -> list[str]:
+    """The commands of the README's table of common jobs (a cell's code that is one)."""
+    table = README.split("## Common jobs", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"`(support-ask [^`]+)`", table)
 
 
 def readme_commands() -> list[str]:
     """Every `support-ask …` invocation, cut where the shell takes over (a pipe, a redirect)."""
     found: list[str] = []
-    for block in sh_blocks():
-        for line in block.splitlines():
-            at = line.find("support-ask ")
-            if at < 0 or "pip install" in line:
-                continue
-            command = re.split(r"\s*(?:\||>|\)|;)\s*", line[at:])[0]
-            found.append(command.strip())
+    lines = [line for block in sh_blocks() for line in block.splitlines()] + common_jobs()
+    for line in lines:
+        at = line.find("support-ask ")
+        if at < 0 or "pip install" in line:
+            continue
+        command = re.split(r"\s*(?:\||>|\)|;)\s*", line[at:])[0]
+        found.append(command.strip())
     return found
 
 
@@ -99,7 +118,7 @@ def test_the_main_command_answers_offline_and_shows_why_llms_were_skipped(
 def test_the_json_example_has_the_fields_the_readme_names(offline_env: dict[str, str]) -> None:
     proc = run('support-ask "Can I get a refund?" -a examples/kb --json', offline_env)
     data = json.loads(proc.stdout)
-    documented = re.search(r"```json\n(.*?)```", README, flags=re.S)
+    documented = re.search(r"```json\n(.*?)```", DOCS["output.md"], flags=re.S)
     assert documented is not None
     for key in re.findall(r'"(\w+)":', documented.group(1)):
         assert key in data or key in data["attempts"][0] or key in data["usage"], key
@@ -115,7 +134,7 @@ def test_the_readme_exit_code_table_matches_the_cli() -> None:
 def test_the_readme_config_reference_names_every_key_and_its_default() -> None:
     from gateway import config as cfg
 
-    section = README.split("## Configuration", 1)[1].split("### Environment", 1)[0]
+    section = DOCS["configuration.md"].split("## Environment", 1)[0]
     documented = set(re.findall(r"^\| `([\w.\[\]]+)` \|", section, flags=re.M))
     expected = (
         {k for k in cfg._TOP_KEYS if k not in {"policy", "state", "log", "deployments", "articles"}}
@@ -153,23 +172,46 @@ def _long_options(command: list[str]) -> set[str]:
     }
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["ask"],
-        ["simulate"],
-        ["cooldowns"],
-        ["config", "check"],
-        ["stats"],
-        ["eval"],
-        ["batch"],
-        ["index"],
-    ],
-)
-def test_every_flag_of_every_command_is_in_the_readme(command: list[str]) -> None:
+@pytest.mark.parametrize("command", sorted(COMMAND_PAGES))
+def test_every_flag_of_every_command_is_on_its_reference_page(command: str) -> None:
+    page = DOCS[COMMAND_PAGES[command]]
     missing = {
         flag
-        for flag in _long_options(command)
-        if not re.search(rf"(?<![\w-]){flag}(?![\w-])", README)
+        for flag in _long_options(command.split())
+        if not re.search(rf"(?<![\w-]){flag}(?![\w-])", page)
     }
-    assert not missing, f"{' '.join(command)}: {sorted(missing)} not in the README"
+    assert not missing, f"{command}: {sorted(missing)} not in docs/{COMMAND_PAGES[command]}"
+
+
+def _anchors(text: str) -> set[str]:
+    """The ids GitHub gives a page's headings: lower case, punctuation dropped, spaces as -."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)  # a `# comment` in a block is no heading
+    return {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        for heading in re.findall(r"^#{1,6} (.+)$", prose, flags=re.M)
+    }
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_every_link_reaches_a_page_and_a_heading_in_it(page: str) -> None:
+    here = (ROOT / page).parent
+    for target in re.findall(r"\]\(([^)\s]+)\)", PAGES[page]):
+        if re.match(r"\w+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (here / path).resolve() if path else ROOT / page
+        assert file.exists(), f"{page}: {target} leads nowhere"
+        if anchor:
+            assert anchor in _anchors(file.read_text(encoding="utf-8")), f"{page}: no #{anchor}"
+
+
+def test_every_docs_page_is_one_link_from_the_readme() -> None:
+    linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)", README))
+    assert set(DOCS) <= linked, sorted(set(DOCS) - linked)
+
+
+def test_the_readme_and_each_page_read_at_once() -> None:
+    # The README holds the first day; the reference is split into pages one can read whole.
+    assert README.count("\n") <= 200, "the README grew: move the reference into docs/"
+    for name, text in DOCS.items():
+        assert text.count("\n") <= 160, f"docs/{name} grew: split it into two pages"

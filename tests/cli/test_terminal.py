@@ -326,7 +326,7 @@ def test_a_terminal_sees_the_table_grow_and_count_down_then_the_final_table(
 def test_no_color_on_a_terminal_draws_one_plain_table_and_no_animation(
     tmp_path: Path, providers: Providers
 ) -> None:
-    # The README: "`NO_COLOR` and a non-terminal stderr mean no colour and no animation".
+    # docs/output.md: "`NO_COLOR` and a non-terminal stderr mean no colour and no animation".
     providers.rate_limited = 2
     write_config(tmp_path, providers.server.url, retries=2)
 
