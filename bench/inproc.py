@@ -128,7 +128,7 @@ def _answered(engine: Any, request: Any) -> Call:
 def _captured_body(request: Any) -> bytes:
     """The exact bytes the adapter POSTs, so the raw baseline sends the same."""
     from gateway.providers import build_provider
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
     with Loopback() as server:
         config = _config(server.base_url)
@@ -282,7 +282,7 @@ def _adapter_alone(ctx: Context, request: Any) -> list[Row]:
     import httpx
 
     from gateway.providers import build_provider
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
     def handler(req: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=COMPLETION, headers={"content-type": "application/json"})

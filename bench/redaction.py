@@ -38,7 +38,8 @@ def _first_token(ctx: Context) -> Row:
     import json
 
     from gateway.providers import build_provider
-    from gateway.redactor import RedactingProvider, Redactor
+    from gateway.providers.redaction import RedactingProvider
+    from gateway.secrets.redactor import Redactor
 
     request = _request()
     payload = json.loads(_captured_body(request))
@@ -80,7 +81,7 @@ def _first_token(ctx: Context) -> Row:
 
 
 def _scrubber_alone(ctx: Context) -> Row:
-    from gateway.redactor import Redactor, StreamScrubber
+    from gateway.secrets.redactor import Redactor, StreamScrubber
 
     redactor = Redactor(KEYS)
     words = (ANSWER + " ") * 12

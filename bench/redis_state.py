@@ -153,7 +153,7 @@ def _round_trips(server: _Server) -> Row:
 def _state_work(ctx: Context, server: _Server) -> Row:
     from gateway.config.location import RedisURL
     from gateway.engine.credentials import key_name
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
     from gateway.state.redis import RedisStore
 
     file_store, _ = _stores(ctx, server.url)

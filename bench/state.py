@@ -124,7 +124,7 @@ def _single(ctx: Context) -> list[Row]:
 
 def _single_in(folder: Path, iterations: int) -> tuple[Summary, Summary]:
     from gateway.model import ErrorKind
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
     from gateway.state.file import FileStore
 
     store = FileStore(folder / "cooldowns.json")

@@ -9,7 +9,7 @@ from gateway.model import Cooldown, CooldownBasis, ErrorKind, Reply, Request, Te
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
     from gateway.state.records import Snapshot
 
 

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from gateway.config import Config
     from gateway.knowledge.index import Index
     from gateway.observe.attemptlog import AttemptLog
-    from gateway.redactor import Redactor
     from gateway.seams import StateStore
+    from gateway.secrets.redactor import Redactor
 
 STDIN = "-"
 
@@ -187,7 +187,7 @@ def session(opts: AskOptions, diag: Diag) -> Iterator[tuple[Config, Redactor]]:
     from cli.runtime import overrides, wiring
     from cli.terminal.scrubbed import protect
     from gateway.config.keys import check_keys
-    from gateway.redactor import redactor_for
+    from gateway.secrets.redactor import redactor_for
 
     environ = opts.environ
     config = wiring.load_settings(opts.config, environ=environ, notice=diag.notice)

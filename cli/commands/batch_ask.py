@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from gateway.knowledge.index import Index
     from gateway.model import Request, Result
     from gateway.observe.attemptlog import AttemptLog
-    from gateway.redactor import Redactor
     from gateway.seams import Compactor, StateStore
+    from gateway.secrets.redactor import Redactor
 
 # Worst first: a bug, then a question no deployment could answer (needs a look), then
 # one that may succeed later (`--resume` after a while), then bad input lines, refusals.

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gateway.batch import BatchRunner, ItemId, Progress
     from gateway.config import Config
     from gateway.knowledge.index import Index
-    from gateway.redactor import Redactor
+    from gateway.secrets.redactor import Redactor
 
 STDIN = "-"
 DEFAULT_CONCURRENCY = 4

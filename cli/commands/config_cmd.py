@@ -53,7 +53,7 @@ def key_status(deployment: Deployment, environ: Mapping[str, str]) -> str:
     names = variables(deployment)
     if not names:
         return "none configured"
-    from gateway.secret import KeyValueError, read_key
+    from gateway.secrets.key import KeyValueError, read_key
 
     said = []
     for variable in names:

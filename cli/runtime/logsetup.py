@@ -3,35 +3,22 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
 from typing import TYPE_CHECKING
 
-from gateway.redactor import REDACTED
+from gateway.secrets.shapes import redact_text
 
 if TYPE_CHECKING:
-    from gateway.redactor import Redactor
-
-
-@cache
-def _patterns() -> tuple[re.Pattern[str], ...]:
-    """Credentials in shapes a library might log: a URL's key= parameter, an Authorization
-    value, an api-key header. Known key values are replaced as well, whatever the shape.
-    Compiled on first use: only -v and --debug log, and compiling them costs a plain
-    question about 3 M instructions (half a percent of it)."""
-    return (
-        re.compile(r"(?i)([?&](?:key|api[-_]?key)=)[^&\s'\"]+"),
-        re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
-        re.compile(r"(?i)((?:x-api-key|api-key|x-goog-api-key)['\"]?\s*[:=,]\s*['\"]?)[^\s'\",)]+"),
-    )
+    from gateway.secrets.redactor import Redactor
 
 
 class RedactingFilter(logging.Filter):
-    """Rewrites each record's message with the run's secrets (`redactor`) and anything in a
-    credential's place replaced; never drops a record."""
+    """Rewrites each record's message with the run's secrets (`redactor`) and anything
+    shaped like a credential (`gateway.secrets.shapes`: a URL's key= parameter, an
+    Authorization value, an api-key header, a key standing alone) replaced; never drops a
+    record."""
 
     def __init__(self, redactor: Redactor | None = None) -> None:
         super().__init__()
@@ -40,9 +27,7 @@ class RedactingFilter(logging.Filter):
     def scrub(self, text: str) -> str:
         if self._redactor is not None:
             text = self._redactor.scrub(text)
-        for pattern in _patterns():
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        return text
+        return redact_text(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from gateway.knowledge.index import Index
     from gateway.knowledge.prompting import Prompting
     from gateway.knowledge.store import Progress
-    from gateway.redactor import Redactor
     from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
+    from gateway.secrets.redactor import Redactor
 
 Warn = Callable[[str], None]
 
@@ -287,7 +287,8 @@ def build_engine(
     for this config and environment), so no key reaches any output, even echoed."""
     from gateway.engine.loop import Engine
     from gateway.providers import build_provider
-    from gateway.redactor import RedactingProvider, redactor_for
+    from gateway.providers.redaction import RedactingProvider
+    from gateway.secrets.redactor import redactor_for
     from gateway.tokens import count_tokens
 
     env = os.environ if environ is None else environ

@@ -31,6 +31,7 @@ from enum import Enum
 from types import MappingProxyType
 
 from gateway.model import Decision, ErrorKind, Failure
+from gateway.secrets.shapes import redact_text
 
 # --------------------------------------------------------------------------- the policy
 
@@ -728,7 +729,7 @@ def _exception_text(exc: BaseException) -> str:
 
 
 def _transport_failure(kind: ErrorKind, label: str, text: str) -> Failure:
-    cleaned = _shorten(redact(text))
+    cleaned = _shorten(redact_text(text))
     detail = f"{label}: {cleaned}" if cleaned and cleaned.lower() != label.lower() else label
     return Failure(kind=kind, decision=default_decision(kind), detail=detail)
 
@@ -736,30 +737,8 @@ def _transport_failure(kind: ErrorKind, label: str, text: str) -> Failure:
 # ------------------------------------------------------------------------------ details
 
 DETAIL_MESSAGE_LIMIT = 200
-
-
-@functools.cache
-def _secret_patterns() -> tuple[re.Pattern[str], ...]:
-    return (
-        re.compile(r"\bsk-[A-Za-z0-9_\-*]{4,}"),  # OpenAI sk-/sk-proj-, Anthropic sk-ant-, OR
-        re.compile(r"\bgsk_[A-Za-z0-9_*]{8,}"),  # Groq
-        re.compile(r"\bxai-[A-Za-z0-9_*]{8,}"),  # xAI
-        re.compile(r"\bAIza[0-9A-Za-z_\-*]{8,}"),  # Google API keys
-        re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-.=*/+]{8,}"),
-        re.compile(r"(?i)(?<=[?&]key=)[^&\s\"']+"),  # Gemini ?key= in an echoed URL
-        re.compile(r"\b[0-9a-fA-F]{32}\b"),  # Azure keys are 32 hex digits
-    )
-
-
-def redact(text: str) -> str:
-    """`text` with anything shaped like an API key replaced by "[redacted]".
-
-    Providers echo keys back (OpenAI: "Incorrect API key provided: sk-abc***xyz"); even a
-    masked key is a fingerprint of a secret, so it never reaches a detail or a log.
-    """
-    for pattern in _secret_patterns():
-        text = pattern.sub("[redacted]", text)
-    return text
+# Providers echo keys back (OpenAI: "Incorrect API key provided: sk-abc***xyz"); even a
+# masked key is a fingerprint of a secret, so every detail passes `redact_text` first.
 
 
 def _shorten(text: str, limit: int = DETAIL_MESSAGE_LIMIT) -> str:
@@ -773,8 +752,8 @@ def _seconds(value: float) -> str:
 
 def _detail(status: int | None, signals: _Signals, retry_after: float | None) -> str:
     """ "429 rate_limit_exceeded: Rate limit reached ... (retry after 0.6 s)"."""
-    head = " ".join(p for p in (str(status) if status else "", redact(signals.label)) if p)
-    message = _shorten(redact(signals.message))
+    head = " ".join(p for p in (str(status) if status else "", redact_text(signals.label)) if p)
+    message = _shorten(redact_text(signals.message))
     if message:
         detail = f"{head}: {message}" if head else message
     else:
@@ -796,5 +775,4 @@ __all__ = [
     "classify_stream_error",
     "cools_down",
     "default_decision",
-    "redact",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from gateway.config.model import Config, ConfigError, Deployment
-from gateway.secret import KeyValueError, read_key
+from gateway.secrets.key import KeyValueError, read_key
 
 
 def _keyed(config: Config) -> Iterator[tuple[str, Deployment]]:
@@ -23,7 +23,7 @@ def _keyed(config: Config) -> Iterator[tuple[str, Deployment]]:
 
 
 def key_errors(config: Config, environ: Mapping[str, str]) -> list[ConfigError]:
-    """One error per key variable whose value cannot be a key (`gateway.secret.key_problem`).
+    """One error per key variable whose value cannot be a key (`gateway.secrets.key.key_problem`).
 
     Each names the config file, the key path and the variable, never the value.
     """

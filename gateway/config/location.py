@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 
 SCHEMES = ("redis://", "rediss://")
 
@@ -20,7 +20,6 @@ class LocationError(ValueError):
 class RedisURL:
     url: Secret  # the whole URL, password and all: only handed to the client
     shown: str  # scheme://host:port/db: what every message says
-    password: Secret | None
 
     @staticmethod
     def parse(text: str) -> RedisURL:
@@ -45,8 +44,7 @@ class RedisURL:
             raise LocationError("a Redis URL takes no ?query or #fragment here")
         host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
         shown = f"{parts.scheme}://{host}:{port}/{int(db)}"
-        password = Secret(parts.password) if parts.password else None
-        return RedisURL(Secret(text), shown, password)
+        return RedisURL(Secret(text), shown)
 
     def __str__(self) -> str:
         return self.shown

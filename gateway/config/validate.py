@@ -24,6 +24,14 @@ from gateway.config.model import (
     StateSettings,
 )
 from gateway.model import ProviderKind
+from gateway.secrets.shapes import (
+    CREDENTIAL_FIELDS,
+    KEY_HEADERS,
+    PLACEHOLDER,
+    has_userinfo,
+    is_credential_param,
+    looks_like_a_key,
+)
 
 # The YAML is composed to nodes rather than loaded to dicts so that every value keeps its
 # line: a config error names file:line and the key path (`deployments[1].context_window`).
@@ -84,11 +92,6 @@ _ARTICLES_KEYS = tuple(f.name for f in fields(ArticleSettings))
 _ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*\Z"
 _DEPLOYMENT_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z"
 _HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z"
-# Prefixes of real API keys (OpenAI, Google, Groq, xAI, Hugging Face, Anthropic's sk-ant-).
-_KEY_PREFIXES = ("sk-", "sk_", "AIza", "gsk_", "xai-", "hf_")
-# Headers that carry a credential: keys come from api_key_env, never from the YAML.
-_AUTH_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key"})
-_SECRET_KEY_NAMES = frozenset({"api_key", "apikey", "key", "token", "secret", "password"})
 
 
 def load_config_text(text: str, source: str, *, base_dir: Path | None = None) -> Config:
@@ -125,25 +128,10 @@ def load_config_text(text: str, source: str, *, base_dir: Path | None = None) ->
         loader.dispose()
 
 
-def _looks_like_a_key(value: str) -> bool:
-    if value.startswith(_KEY_PREFIXES):
-        return True
-    # Long, mixed-case, digits, no underscore: a token, not a variable name like OPENAI_API_KEY.
-    return (
-        len(value) >= 30
-        and "_" not in value
-        and any(c.isdigit() for c in value)
-        and any(c.islower() for c in value)
-        and any(c.isupper() for c in value)
-    )
-
-
 _USE_KEY_ENV = (
     "credentials never go in the config: put the key in an environment variable and name "
     "that variable with api_key_env"
 )
-# Query parameter names (or fragments of them) that carry a credential.
-_CREDENTIAL_PARAMS = ("key", "token", "secret", "passw", "pwd", "auth", "sig", "credential")
 
 
 def _url_problem(url: str) -> str | None:
@@ -159,14 +147,12 @@ def _url_problem(url: str) -> str | None:
         return f"not a valid URL; {example}"
     if parts.scheme.lower() not in ("http", "https"):
         return f"expected an http:// or https:// URL, {example}"
-    if "@" in parts.netloc:
+    if has_userinfo(parts.netloc):
         return f"holds a user name or password (user:secret@host); {_USE_KEY_ENV}"
     if parts.query or url.endswith("?"):
         names = [name.lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
         values = [value for _, value in parse_qsl(parts.query, keep_blank_values=True)]
-        if any(f in n for n in names for f in _CREDENTIAL_PARAMS) or any(
-            _looks_like_a_key(v) for v in values
-        ):
+        if any(is_credential_param(n) for n in names) or any(looks_like_a_key(v) for v in values):
             return f"holds a credential in its query (?key=...); {_USE_KEY_ENV}"
         return (
             "a base_url takes no query (?...): the API path is appended to it; "
@@ -257,7 +243,7 @@ class _Reader:
             _FLOAT: "a number",
         }.get(node.tag, "text")
         shown = str(node.value)
-        if secret or node.tag == _NULL or _looks_like_a_key(shown):
+        if secret or node.tag == _NULL or looks_like_a_key(shown):
             return kind
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
         return f"{kind} {shown!r}"
@@ -305,7 +291,7 @@ class _Reader:
         for key_node, value_node in self.pairs(node, path):
             key = str(key_node.value)
             if key not in allowed:
-                shown = "<not shown>" if _looks_like_a_key(key) else key
+                shown = PLACEHOLDER if looks_like_a_key(key) else key
                 self.note(key_node, _join(path, shown), self.unknown_key(key, allowed, where, path))
                 continue
             out[key] = (key_node, value_node)
@@ -314,11 +300,11 @@ class _Reader:
     def unknown_key(self, key: str, allowed: tuple[str, ...], where: str, path: str) -> str:
         import difflib
 
-        shown = "(not shown: it looks like an API key)" if _looks_like_a_key(key) else repr(key)
+        shown = "(not shown: it looks like an API key)" if looks_like_a_key(key) else repr(key)
         message = f"unknown key {shown}{where}"
         if where == " in a deployment" and key in _POLICY_KEYS:
             return f"{message}; policy overrides go in a nested mapping: `policy: {{{key}: ...}}`"
-        if key.lower() in _SECRET_KEY_NAMES:
+        if key.lower() in CREDENTIAL_FIELDS:
             return (
                 f"{message}; API keys never go in the config: put the key in an environment "
                 "variable and name that variable with api_key_env"
@@ -807,7 +793,7 @@ class _Reader:
         value = self.optional_text(node, path, secret=True)
         if value is None or node is None:
             return None
-        if _looks_like_a_key(value):
+        if looks_like_a_key(value):
             self.fail(
                 node,
                 path,
@@ -851,7 +837,7 @@ class _Reader:
                 self.fail(key_node, path, "a header name must be a plain token, e.g. X-Team")
             name = str(key_node.value)
             key_path = f"{path}.{name}"
-            if name.lower() in _AUTH_HEADERS:
+            if name.lower() in KEY_HEADERS:
                 self.fail(
                     key_node,
                     key_path,

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from gateway.config import Config, Deployment, KeyStrategy
 from gateway.model import ErrorKind
-from gateway.secret import KeyValueError, Secret, read_key
+from gateway.secrets.key import KeyValueError, Secret, read_key
 
 KEY_PREFIX = "key:"
 # Deployment names are letters, digits, '-', '_' and '.', variables never hold '/': the

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from gateway.model import Cooldown
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ from gateway.seams import (
     Sleeper,
     StateStore,
 )
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.state.records import Snapshot
 
 log = logging.getLogger("support_ask.engine")

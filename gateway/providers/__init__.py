@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from gateway.config import Deployment
     from gateway.seams import Clock, Provider
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
 # "module:class" per protocol; every class takes (deployment, key, *, transport, clock).
 ADAPTERS: Mapping[ProviderKind, str] = MappingProxyType(

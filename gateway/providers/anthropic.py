@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from gateway.config import Deployment
     from gateway.providers.sse import SseEvent
     from gateway.seams import Clock
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"

@@ -17,7 +17,7 @@ from gateway.providers.openai import OPENAI, Dialect, OpenAIProvider
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
 # The GA version the official SDK documents for the classic deployment path (reference §5.1).
 DEFAULT_API_VERSION = "2024-10-21"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from gateway.model import ErrorKind, Failure, ProviderError, Reply, Timer
+from gateway.secrets.shapes import redact_text
 
 
 def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
@@ -21,7 +22,7 @@ def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
     """
     from gateway.classify import errors
 
-    return ProviderError(Failure(kind, errors.default_decision(kind), errors.redact(detail)))
+    return ProviderError(Failure(kind, errors.default_decision(kind), redact_text(detail)))
 
 
 def stream_error(payload: object, *, now: float) -> ProviderError:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from gateway.config import Deployment
     from gateway.providers.sse import SseEvent
     from gateway.seams import Clock
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 API_VERSION = "v1beta"  # what python-genai and the REST docs use: every current model

@@ -14,7 +14,8 @@ What lives here and nowhere else:
   classifier is imported on the first failure: a good answer never loads it);
 - a streamed reply read frame by frame (`sse`), so a delta reaches `on_text` as soon as
   its frame is complete;
-- the `--debug` HTTP log on `support_ask.http`, with credentials redacted (`redaction`);
+- the `--debug` HTTP log on `support_ask.http`, with credentials redacted
+  (`gateway.secrets.shapes`);
 - `HttpProvider`, the base class of the adapters.
 
 What the protocol itself proves wrong is built in `failures`; JSON bodies are read
@@ -38,8 +39,8 @@ from gateway.model import ErrorKind, ProviderError, Reply, Request, TextSink, Ti
 from gateway.providers.deadline import Deadline, shutdown_stream
 from gateway.providers.failures import malformed, timed_out
 from gateway.providers.jsonshape import decode_json, encode
-from gateway.providers.redaction import redact_headers, redact_url, secret_values
-from gateway.redactor import Redactor
+from gateway.secrets.redactor import Redactor
+from gateway.secrets.shapes import redact_headers, redact_url, secret_header_values
 
 if TYPE_CHECKING:
     import ssl
@@ -129,7 +130,7 @@ class HttpClient:
         self._sockets = transport is None
         self._connect_timeout = connect_timeout
         self._last_stream: object = None
-        self._redactor = Redactor(secret_values(headers))
+        self._redactor = Redactor(secret_header_values(headers))
         verify: ssl.SSLContext | bool = True  # unused by a transport given here
         if transport is None:
             verify = _ssl_context() if tls else _no_ca_context()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gateway.config import Deployment
     from gateway.providers.sse import SseEvent
     from gateway.seams import Clock
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 FILTERED = "The provider's content filter withheld this answer."

@@ -1,46 +1,60 @@
-"""Credentials in request headers and URLs, hidden from the `--debug` HTTP log and from
-error details."""
+"""The redacting wrapper: a provider whose answers, streamed text and errors carry none of
+the run's known secrets (`gateway.secrets.redactor`), so nothing a proxy echoes back
+reaches the answer, the JSON, the attempt log or the state file."""
 
 from __future__ import annotations
 
-import functools
-import re
-from collections.abc import Mapping
+import dataclasses
+from typing import TYPE_CHECKING
 
-# Header names whose values are credentials, and fragments that make any other name suspect
-# (a deployment's extra headers may carry a proxy's token).
-_SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "api-key", "x-api-key", "x-goog-api-key", "cookie"}
-)
-_SECRET_FRAGMENTS = ("key", "auth", "token", "secret", "cookie", "password")
+from gateway.model import ProviderError, Reply, Request, TextSink
+from gateway.secrets.redactor import Redactor, StreamScrubber
+from gateway.secrets.shapes import redact_text
 
-
-@functools.cache
-def _secret_query() -> re.Pattern[str]:
-    # Compiled on first use: every run builds its redactor from this module, and only the
-    # `--debug` HTTP log needs the pattern.
-    return re.compile(r"([?&](?:key|api[-_]?key|access_token|token)=)[^&#]*", re.IGNORECASE)
+if TYPE_CHECKING:
+    from gateway.seams import Provider
 
 
-def _is_secret(name: str) -> bool:
-    low = name.lower()
-    return low in _SECRET_HEADERS or any(f in low for f in _SECRET_FRAGMENTS)
+class RedactingProvider:
+    """A provider whose answers, streamed text and errors carry none of the run's secrets."""
 
+    __slots__ = ("_inner", "_redactor")
 
-def secret_values(headers: Mapping[str, str]) -> tuple[str, ...]:
-    values: set[str] = set()
-    for name, value in headers.items():
-        if _is_secret(name):
-            values.add(value)
-            values.add(value.partition(" ")[2])  # the token after "Bearer "
-    # Longest first, so a token is not half-replaced by a shorter one; very short values
-    # would scrub ordinary words.
-    return tuple(sorted((v for v in values if len(v) >= 8), key=len, reverse=True))
+    def __init__(self, inner: Provider, redactor: Redactor) -> None:
+        self._inner = inner
+        self._redactor = redactor
 
+    def __repr__(self) -> str:
+        return f"RedactingProvider({self._inner!r})"
 
-def redact_url(url: str) -> str:
-    return _secret_query().sub(r"\1***", url)
+    def complete(
+        self,
+        request: Request,
+        *,
+        timeout: float,
+        on_text: TextSink | None = None,
+        first_token: float | None = None,
+        stall: float | None = None,
+    ) -> Reply:
+        scrub = self._redactor.scrub
+        stream = None if on_text is None else StreamScrubber(self._redactor, on_text)
+        try:
+            reply = self._inner.complete(
+                request, timeout=timeout, on_text=stream, first_token=first_token, stall=stall
+            )
+        except ProviderError as err:
+            if stream is not None:
+                stream.flush()  # the user sees what arrived, as without redaction
+            # A detail is never the answer: what is shaped like a key goes too, whoever's.
+            detail = redact_text(scrub(err.failure.detail))
+            failure = dataclasses.replace(err.failure, detail=detail)
+            raise ProviderError(failure, partial=scrub(err.partial)) from None
+        if stream is not None:
+            stream.flush()
+        model = None if reply.model is None else scrub(reply.model)
+        return dataclasses.replace(reply, text=scrub(reply.text), model=model)
 
-
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name.lower(): "***" if _is_secret(name) else value for name, value in headers.items()}
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if callable(close):
+            close()

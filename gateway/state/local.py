@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 
 from gateway.model import Cooldown, CooldownBasis, ErrorKind
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.state import rules
 from gateway.state.records import DEFAULT_LIMITS, Lease, Limits, Snapshot, State
 

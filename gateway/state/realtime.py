@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from gateway.model import Cooldown, CooldownBasis, ErrorKind
 from gateway.seams import StateStore
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.state.records import Snapshot
 
 

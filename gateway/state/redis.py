@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.config.location import RedisURL
 from gateway.model import Cooldown, CooldownBasis, ErrorKind
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
+from gateway.secrets.shapes import PLACEHOLDER, url_passwords
 from gateway.state import codec, rules
 from gateway.state.records import DEFAULT_LIMITS, Lease, Limits, Snapshot, State
 
@@ -391,7 +392,7 @@ def _reason(exc: BaseException, location: RedisURL) -> str:
     text = " ".join(str(exc).split()) or name
     if name == "TimeoutError" or "timed out" in text.lower():
         text = "it did not answer in time"
-    password = location.password
-    if password is not None:
-        text = text.replace(password.reveal(), "***")
-    return text.replace(location.url.reveal(), location.shown)
+    text = text.replace(location.url.reveal(), location.shown)
+    for password in url_passwords(location.url.reveal()):  # as written and as sent
+        text = text.replace(password, PLACEHOLDER)
+    return text

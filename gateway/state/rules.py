@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from gateway.model import Cooldown, CooldownBasis
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.state.records import Lease, Limits, Snapshot, State
 
 # Deadlines before 1970 or after the year 5000 are garbage, not a cooldown.

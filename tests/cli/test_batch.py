@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from gateway.secrets.shapes import PLACEHOLDER
 from tests.cli.test_terminal import (
     CURSOR_UP,
     END,
@@ -479,7 +480,7 @@ def test_a_key_a_provider_echoes_never_reaches_the_output_or_the_log(
 
     assert run.returncode == 0, run.stderr
     written = (work / "out.jsonl").read_text()
-    assert "your header was Bearer ***" in written
+    assert f"your header was Bearer {PLACEHOLDER}" in written
     for where in (written, run.stdout, run.stderr, (work / "attempts.jsonl").read_text()):
         assert "test-openai-key" not in where
 

@@ -18,7 +18,8 @@ from cli.terminal.diag import Diag
 from cli.terminal.render import LiveAttempts, attempts_table, fallback_notice
 from gateway.config import Config, Deployment
 from gateway.model import Attempt, ErrorKind, Outcome, ProviderKind, Result, Route, Status
-from gateway.redactor import Redactor
+from gateway.secrets.redactor import Redactor
+from gateway.secrets.shapes import PLACEHOLDER
 
 CONFIG = Config(
     product="Acme",
@@ -168,13 +169,13 @@ def test_redactor_scrubs_keys_in_every_shape() -> None:
     )
     for secret in ("AIzaSyREALKEY", "abc.def-ghi", "sk-ant-zzz", "sk-known-secret-123"):
         assert secret not in text
-    assert "alt=sse" in text and "Bearer ***" in text
+    assert "alt=sse" in text and f"Bearer {PLACEHOLDER}" in text
 
 
 def test_redactor_scrubs_formatted_arguments() -> None:
     record = logging.LogRecord("t", logging.INFO, __file__, 1, "key %s", ("sk-known-1",), None)
     RedactingFilter(Redactor(["sk-known-1"])).filter(record)
-    assert record.getMessage() == "key ***"
+    assert record.getMessage() == f"key {PLACEHOLDER}"
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.secrets.shapes import PLACEHOLDER
 from tests.support.cli_runner import write_loopback_workdir
 from tests.support.loopback import Exchange, LoopbackServer
 
@@ -179,15 +180,16 @@ def test_a_key_echoed_into_the_answer_is_on_no_output_and_in_no_file(
 ) -> None:
     plain = support_ask(workdir, "How do I reset?")
     assert plain.returncode == 0, plain.stderr
-    assert plain.stdout == "Your proxy saw ***. Open Settings, then Reset password.\n"
+    assert plain.stdout == f"Your proxy saw {PLACEHOLDER}. Open Settings, then Reset password.\n"
 
     as_json = support_ask(workdir, "How do I reset?", "--json", "-v", "--debug")
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout)["answer"].startswith("Your proxy saw ***.")
+    assert json.loads(as_json.stdout)["answer"].startswith(f"Your proxy saw {PLACEHOLDER}.")
 
     for done in (plain, as_json):
         assert OPENAI_KEY not in written(workdir, done)
-    assert "Your proxy saw ***" in (workdir / "attempts.jsonl").read_text()  # answers logged
+    # answers logged
+    assert f"Your proxy saw {PLACEHOLDER}" in (workdir / "attempts.jsonl").read_text()
     assert proxy.calls() == 2
 
 
@@ -196,7 +198,7 @@ def test_a_key_split_across_stream_deltas_never_reaches_stdout(
 ) -> None:
     plain = support_ask(workdir, "How do I reset?", "--stream")
     assert plain.returncode == 0, plain.stderr
-    assert plain.stdout == "Your proxy saw ***. Open Settings, then Reset password.\n"
+    assert plain.stdout == f"Your proxy saw {PLACEHOLDER}. Open Settings, then Reset password.\n"
 
     lines = support_ask(workdir, "How do I reset?", "--stream", "--json")
     assert lines.returncode == 0, lines.stderr
@@ -222,7 +224,7 @@ def test_keys_echoed_into_errors_are_in_no_output_no_state_and_no_log(
     assert (workdir / "state.json").exists()  # both deployments were cooled down
     everything = written(workdir, done)
     assert OPENAI_KEY not in everything and ANTHROPIC_KEY not in everything
-    assert "Rate limit reached for key ***" in done.stdout
+    assert f"Rate limit reached for key {PLACEHOLDER}" in done.stdout
 
 
 def test_a_base_url_with_a_password_is_refused_by_every_command_and_never_shown(

@@ -22,7 +22,7 @@ from gateway.model import (
     Request,
     TextSink,
 )
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 
 
 @dataclass(frozen=True)

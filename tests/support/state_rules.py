@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from gateway.model import CooldownBasis, ErrorKind
 from gateway.seams import StateStore
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 
 T = 1_700_000_000.0  # the injected wall clock
 KEY = Secret("sk-test-Zq8v3KxT1mN4bR7wY2cF9hJ6")

@@ -184,7 +184,7 @@ def test_a_key_wide_record_of_the_previous_release_is_dropped_silently() -> None
         store=store,
     )
     now = h.clock.wall()
-    from gateway.secret import Secret
+    from gateway.secrets.key import Secret
 
     key = Secret(shared.environ["OPENAI_API_KEY"])
     store.cool("key:OPENAI_API_KEY", until=now + 3600, kind=ErrorKind.AUTH, now=now, credential=key)

@@ -10,7 +10,7 @@ from gateway.clock import FixedRandom, VirtualClock
 from gateway.config import Config, Deployment, Policy
 from gateway.engine.loop import Engine
 from gateway.model import ErrorKind, ProviderKind, Reply, Request, Status
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.state.memory import MemoryStore
 from tests.support.fakes import ScriptedProvider, answer, failure
 

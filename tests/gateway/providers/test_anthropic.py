@@ -10,7 +10,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.anthropic import ANTHROPIC_VERSION, REFUSED, AnthropicProvider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.provider_fixtures import replay
 
 KEY = Secret("sk-ant-api03-test-0123456789abcdefghij")

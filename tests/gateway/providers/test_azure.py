@@ -11,7 +11,7 @@ from gateway.config import Deployment
 from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.azure import DEFAULT_API_VERSION, AzureProvider
 from gateway.providers.openai import FILTERED
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.provider_fixtures import replay
 
 KEY = Secret("0123456789abcdef0123456789abcdef")

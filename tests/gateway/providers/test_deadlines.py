@@ -20,7 +20,7 @@ from gateway.config import Deployment
 from gateway.model import ErrorKind, ProviderError, ProviderKind, Request, Timer
 from gateway.providers import build_provider
 from gateway.seams import Provider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.loopback import Exchange, LoopbackServer
 from tests.support.provider_fixtures import body_bytes, case
 

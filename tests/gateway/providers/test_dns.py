@@ -25,7 +25,7 @@ from gateway.model import ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.http import HttpClient
 from gateway.providers.openai import OpenAIProvider
 from gateway.providers.resolve import proxied_by_environment
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.loopback import LoopbackServer
 
 TIMEOUT = 0.5

@@ -10,7 +10,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.gemini import GeminiProvider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.provider_fixtures import replay
 
 KEY = Secret("AIzaSyTest0123456789abcdefghijklmnopqr")

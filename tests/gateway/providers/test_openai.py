@@ -10,7 +10,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.openai import FILTERED, OpenAIProvider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.provider_fixtures import Replay, replay, response
 
 KEY = Secret("sk-proj-test-0123456789abcdefghijklmnop")

@@ -15,7 +15,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import ProviderError, ProviderKind, Request
 from gateway.providers import build_provider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.provider_fixtures import case
 
 REQUEST = Request(

@@ -11,7 +11,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import ProviderKind
 from gateway.providers import ADAPTERS, build_provider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.paths import REPO
 from tests.support.provider_fixtures import replay
 

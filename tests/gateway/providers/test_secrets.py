@@ -12,7 +12,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import ProviderError, ProviderKind, Request
 from gateway.providers import build_provider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.loopback import Exchange, LoopbackServer
 from tests.support.provider_fixtures import replay
 

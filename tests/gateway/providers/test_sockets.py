@@ -15,7 +15,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.openai import OpenAIProvider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.loopback import Exchange, LoopbackServer, refused_url
 
 REQUEST = Request(system="Be brief.", question="Where is my invoice?", max_output_tokens=50)

@@ -10,7 +10,9 @@ import pytest
 from cli.terminal.scrubbed import protect
 from gateway.config import Config, Deployment
 from gateway.model import ErrorKind, ProviderError, ProviderKind, Reply, Request
-from gateway.redactor import RedactingProvider, Redactor, StreamScrubber, redactor_for
+from gateway.providers.redaction import RedactingProvider
+from gateway.secrets.redactor import Redactor, StreamScrubber, redactor_for
+from gateway.secrets.shapes import PLACEHOLDER
 from tests.support.fakes import failure
 
 KEY = "corp-Gw-7f3a9c1e55d0b2aa9e41"
@@ -21,7 +23,9 @@ REQUEST = Request("system", "q", 100)
 
 def test_every_known_value_is_replaced_the_longest_first() -> None:
     redactor = Redactor([KEY, KEY[:12], OTHER, "short"])
-    assert redactor.scrub(TEXT) == "Your proxy saw *** and ***; open Settings, then Reset password."
+    assert redactor.scrub(TEXT) == (
+        f"Your proxy saw {PLACEHOLDER} and {PLACEHOLDER}; open Settings, then Reset password."
+    )
     assert redactor.scrub("a short word stays") == "a short word stays"  # too short to be a key
     assert "7f3a" not in repr(redactor)
 
@@ -96,7 +100,7 @@ def test_the_provider_wrapper_scrubs_the_reply_the_stream_and_the_error() -> Non
     inner = Echo()
     provider = RedactingProvider(inner, redactor)
     reply = provider.complete(REQUEST, timeout=1)
-    assert reply.text == redactor.scrub(TEXT) and reply.model == "echo-***"
+    assert reply.text == redactor.scrub(TEXT) and reply.model == f"echo-{PLACEHOLDER}"
 
     seen: list[str] = []
     streamed = provider.complete(REQUEST, timeout=1, on_text=seen.append)
@@ -108,7 +112,7 @@ def test_the_provider_wrapper_scrubs_the_reply_the_stream_and_the_error() -> Non
             REQUEST, timeout=1, on_text=seen.append
         )
     assert "".join(seen) == caught.value.partial == redactor.scrub(TEXT)  # held tail flushed
-    assert KEY not in caught.value.failure.detail and "***" in caught.value.failure.detail
+    assert KEY not in caught.value.failure.detail and PLACEHOLDER in caught.value.failure.detail
     provider.close()
     assert inner.closed
 
@@ -134,7 +138,7 @@ def test_the_runs_redactor_knows_keys_header_secrets_and_proxy_passwords() -> No
     }
     redactor = redactor_for(config, environ)
     text = f"{KEY} {OTHER} pr%40xy-pass-2024 pr@xy-pass-2024 support-team-one"
-    assert redactor.scrub(text) == "*** *** *** *** support-team-one"
+    assert redactor.scrub(text) == f"{' '.join([PLACEHOLDER] * 4)} support-team-one"
 
 
 def test_every_one_of_a_deployments_several_keys_is_redacted() -> None:
@@ -153,7 +157,9 @@ deployments:
         "c.yaml",
     )
     environ = {"OPENAI_KEY_A": KEY, "OPENAI_KEY_B": OTHER}
-    assert redactor_for(config, environ).scrub(f"{KEY} and {OTHER}") == "*** and ***"
+    assert redactor_for(config, environ).scrub(f"{KEY} and {OTHER}") == (
+        f"{PLACEHOLDER} and {PLACEHOLDER}"
+    )
 
 
 def test_stdout_and_stderr_are_scrubbed_for_the_rest_of_the_command(
@@ -167,11 +173,12 @@ def test_stdout_and_stderr_are_scrubbed_for_the_rest_of_the_command(
     sys.stderr.write(f"error: {OTHER} ({KEY} is no longer this run's)\n")
     assert sys.stdout.isatty() is False  # the wrapped stream's own answers
     out, err = capsys.readouterr()
-    assert out == "answer ***\n"
-    assert err == f"error: *** ({KEY} is no longer this run's)\n"
+    assert out == f"answer {PLACEHOLDER}\n"
+    assert err == f"error: {PLACEHOLDER} ({KEY} is no longer this run's)\n"
 
 
-def test_no_secret_means_no_wrapper() -> None:
+def test_no_secret_means_no_wrapper(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # stderr is scrubbed by shape all the same
     before = sys.stdout
     protect(Redactor([]))
     assert sys.stdout is before
@@ -209,5 +216,5 @@ def test_an_error_quoting_a_key_after_the_command_body_ends_is_scrubbed_too(
     monkeypatch.setattr(wiring, "open_help_centre", broken)
     out = run(["How do I reset?", *args])
     assert out.exit_code == 1
-    assert "a bug that quotes ***" in out.stderr
+    assert f"a bug that quotes {PLACEHOLDER}" in out.stderr
     assert KEY not in out.stdout + out.stderr

@@ -18,7 +18,7 @@ from gateway.config import Deployment
 from gateway.model import Article, ErrorKind, ProviderError, ProviderKind, Request, Timer
 from gateway.providers import local
 from gateway.seams import Provider
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.simulate import (
     AZURE_API_VERSION,
     GRAMMAR,

@@ -21,7 +21,7 @@ import pytest
 
 import gateway.state.file
 from gateway.model import ErrorKind
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.state.file import FileStore
 from gateway.state.memory import MemoryStore
 from gateway.state.realtime import RealTimeStore

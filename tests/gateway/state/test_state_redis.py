@@ -13,7 +13,7 @@ import pytest
 
 from gateway.config.location import LocationError, RedisURL, parse_location
 from gateway.model import ErrorKind
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from gateway.state.file import FileStore
 from gateway.state.redis import RedisStore
 from tests.support.redis_server import RedisServer, redis_server, silent_server

@@ -7,7 +7,7 @@ import pytest
 from gateway.config import Config, Deployment
 from gateway.config.keys import key_errors
 from gateway.model import ProviderKind
-from gateway.secret import KeyValueError, key_problem, read_key
+from gateway.secrets.key import KeyValueError, key_problem, read_key
 
 KEY = "sk-proj-Zq8v3KxT1mN4bR7wY2cF9hJ6"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gateway.secrets.shapes import PLACEHOLDER
+
 
 class Secret:
     __slots__ = ("_value",)
@@ -23,7 +25,7 @@ class Secret:
         return hashlib.sha256(salt + self._value.encode()).hexdigest()[:16]
 
     def __repr__(self) -> str:
-        return "Secret('***')"
+        return f"Secret({PLACEHOLDER!r})"
 
     __str__ = __repr__
 

@@ -3,36 +3,34 @@
 One `Redactor` is built per run (`redactor_for`) from the values it could leak: the
 configured key variables' values, the configured headers' secret values (a gateway's own
 token), and the passwords of proxy URLs in the environment. It is applied where text
-comes in from a provider (`RedactingProvider`: the answer, each streamed delta, error
-details), so the answer on stdout, the JSON, the attempts table, the attempt log and the
-state file never hold a key even when a proxy echoes one back; and the CLI applies the
-same one where text leaves the process (stdout, stderr, the `-v` log).
+comes in from a provider (`gateway.providers.redaction.RedactingProvider`: the answer,
+each streamed delta, error details), so the answer on stdout, the JSON, the attempts
+table, the attempt log and the state file never hold a key even when a proxy echoes one
+back; and the CLI applies the same one where text leaves the process (stdout, stderr, the
+`-v` log).
 
-Matching is by exact value, not by shape: `gateway.classify.errors.redact` already hides anything
-shaped like a key in error details; this catches a key of any shape, in any text.
+Matching is by exact value, not by shape: `shapes.redact_text` hides anything shaped like
+a key in error details and logs; this catches a key of any shape, in any text. Which
+headers and URLs hold a secret, and what it is replaced by, is `shapes`'s to say.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from gateway.model import ProviderError, Reply, Request, TextSink
+from gateway.model import TextSink
+from gateway.secrets.shapes import MIN_SECRET, PLACEHOLDER, secret_header_values, url_passwords
 
 if TYPE_CHECKING:
     from gateway.config import Config
-    from gateway.seams import Provider
 
-REDACTED = "***"
-# A shorter value would scrub ordinary words out of answers; no provider's key is that short.
-MIN_SECRET = 8
 # Where httpx (and curl, and pip) read a proxy, whose URL may carry a password.
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 
 
 class Redactor:
-    """Replaces each known secret value with `***`."""
+    """Replaces each known secret value with the placeholder."""
 
     __slots__ = ("_secrets",)
 
@@ -50,7 +48,7 @@ class Redactor:
     def scrub(self, text: str) -> str:
         for secret in self._secrets:
             if secret in text:
-                text = text.replace(secret, REDACTED)
+                text = text.replace(secret, PLACEHOLDER)
         return text
 
     def safe_end(self, text: str) -> int:
@@ -97,74 +95,16 @@ class StreamScrubber:
             self._sink(held)  # no secret starts here: `scrub` saw every byte that followed
 
 
-class RedactingProvider:
-    """A provider whose answers, streamed text and errors carry none of the run's secrets."""
-
-    __slots__ = ("_inner", "_redactor")
-
-    def __init__(self, inner: Provider, redactor: Redactor) -> None:
-        self._inner = inner
-        self._redactor = redactor
-
-    def __repr__(self) -> str:
-        return f"RedactingProvider({self._inner!r})"
-
-    def complete(
-        self,
-        request: Request,
-        *,
-        timeout: float,
-        on_text: TextSink | None = None,
-        first_token: float | None = None,
-        stall: float | None = None,
-    ) -> Reply:
-        scrub = self._redactor.scrub
-        stream = None if on_text is None else StreamScrubber(self._redactor, on_text)
-        try:
-            reply = self._inner.complete(
-                request, timeout=timeout, on_text=stream, first_token=first_token, stall=stall
-            )
-        except ProviderError as err:
-            if stream is not None:
-                stream.flush()  # the user sees what arrived, as without redaction
-            failure = dataclasses.replace(err.failure, detail=scrub(err.failure.detail))
-            raise ProviderError(failure, partial=scrub(err.partial)) from None
-        if stream is not None:
-            stream.flush()
-        model = None if reply.model is None else scrub(reply.model)
-        return dataclasses.replace(reply, text=scrub(reply.text), model=model)
-
-    def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if callable(close):
-            close()
-
-
 def redactor_for(config: Config, environ: Mapping[str, str]) -> Redactor:
     """The run's one redactor: every value of the config's key variables (usable or not:
     a value refused as a key is still a secret), secret header values, proxy passwords."""
-    from gateway.providers.redaction import secret_values
-
     found: list[str] = []
     for d in config.all_deployments():
         for variable in d.key_variables:  # each of a deployment's several keys
             value = environ.get(variable, "").strip()
             found += [value, *value.splitlines()]
-        found += secret_values(dict(d.headers))
+        found += secret_header_values(dict(d.headers))
     for name in _PROXY_VARIABLES:
         for variable in (name, name.lower()):
-            found += _url_passwords(environ.get(variable, ""))
+            found += url_passwords(environ.get(variable, ""))
     return Redactor(v.strip() for v in found)
-
-
-def _url_passwords(url: str) -> list[str]:
-    """A URL's password as written (percent-encoded) and as sent."""
-    if "@" not in url:
-        return []
-    from urllib.parse import unquote, urlsplit
-
-    try:
-        password = urlsplit(url.strip()).password
-    except ValueError:
-        return []
-    return [] if password is None else [password, unquote(password)]
