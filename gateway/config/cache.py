@@ -69,13 +69,15 @@ def _cache_dir() -> Path:
 def _code_version() -> list[object]:
     """What changes when the code that validates (or the records it builds) changes: every
     module of this package, listed rather than named so that a new one is never left out,
-    and the gateway's vocabulary the records hold."""
+    the gateway's vocabulary the records hold, and the secrets' shapes (a key pasted into
+    the file is refused by its shape: a shape added must refuse a file cached before)."""
     from gateway import model
 
     package = os.path.dirname(__file__)
     sources = [os.path.join(package, n) for n in sorted(os.listdir(package)) if n.endswith(".py")]
+    shapes = os.path.join(os.path.dirname(package), "secrets", "shapes.py")
     version: list[object] = [_CACHE_FORMAT, *sys.version_info[:2]]
-    for source in (*sources, model.__file__ or ""):
+    for source in (*sources, model.__file__ or "", shapes):
         info = os.stat(source)
         version += [source, info.st_ino, info.st_size, info.st_mtime_ns]
     return version
