@@ -176,6 +176,21 @@ class Source:
         }
 
 
+class Role(StrEnum):
+    """Who wrote a turn of a support chat (`--thread`)."""
+
+    CUSTOMER = "customer"
+    AGENT = "agent"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of the chat before the current one, oldest first (already masked)."""
+
+    role: Role
+    content: str
+
+
 @dataclass(frozen=True)
 class Request:
     """What every deployment is asked: the rendered system prompt and the question.
@@ -193,6 +208,9 @@ class Request:
     product: str = ""
     sources: tuple[Source, ...] = ()
     ranked: bool = False
+    # The chat before `question`, oldest first; each adapter sends it as its wire
+    # format's turns between the system prompt and the question.
+    turns: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -339,6 +357,9 @@ class Result:
     # The passages (or whole articles) the answering deployment was sent, in the prompt's
     # order; for a failed question, those of the last request built.
     articles: tuple[Source, ...] = ()
+    # How many values of each kind of personal data were masked before any call, by kind
+    # (`gateway.answers.masking`); the values themselves are never here.
+    masked: tuple[tuple[str, int], ...] = ()
 
     @property
     def served_attempts(self) -> int:
@@ -360,6 +381,7 @@ class Result:
             "finish_reason": self.finish_reason,
             "refusal": None if self.refusal is None else self.refusal.as_json(),
             "usage": self.usage.as_json(),
+            "masked": dict(self.masked),
             "cost_usd": _dollars(self.cost_usd),
             "attempts": [a.as_json() for a in self.attempts],
             "articles": [s.as_json() for s in self.articles],

@@ -137,8 +137,13 @@ def test_the_readme_config_reference_names_every_key_and_its_default() -> None:
     section = DOCS["configuration.md"].split("## Environment", 1)[0]
     documented = set(re.findall(r"^\| `([\w.\[\]]+)` \|", section, flags=re.M))
     expected = (
-        {k for k in cfg._TOP_KEYS if k not in {"policy", "state", "log", "deployments", "articles"}}
+        {
+            k
+            for k in cfg._TOP_KEYS
+            if k not in {"policy", "state", "log", "deployments", "articles", "privacy"}
+        }
         | {f"policy.{k}" for k in cfg._POLICY_KEYS}
+        | {f"privacy.{k}" for k in cfg._PRIVACY_KEYS}
         | {f"articles.{k}" for k in cfg._ARTICLES_KEYS}
         | {f"state.{k}" for k in cfg._STATE_KEYS}
         | {f"log.{k}" for k in cfg._LOG_KEYS}

@@ -29,6 +29,7 @@ from gateway.model import (
 
 if TYPE_CHECKING:
     from cli.terminal.render import AttemptsDisplay
+    from gateway.answers.masking import Masked
     from gateway.config import Config
     from gateway.knowledge.index import Index
     from gateway.observe.attemptlog import AttemptLog
@@ -210,6 +211,12 @@ def _ask(
     out: _Stdout,
 ) -> int:
     from cli.terminal.render import AttemptsDisplay
+    from gateway.answers.masking import Masker, StreamUnmasker, unmask_result
+
+    # Once, before anything is sent anywhere: every attempt, log line and error from here
+    # on sees the placeholders only; the customer's values come back in what is printed.
+    masked = Masker.of(config.privacy).mask([question])
+    question = masked.question
 
     # An answer streamed onto the same terminal would tear a live table apart: there the
     # table is live while the engine waits, and cleared as the answer's text starts.
@@ -220,14 +227,18 @@ def _ask(
     if opts.stream:
         from cli.terminal.output import StreamSink
 
-        sink = StreamSink(json_lines=opts.json, before_first=display.text_starts)
+        sink = StreamSink(
+            json_lines=opts.json,
+            before_first=display.text_starts,
+            unmasker=StreamUnmasker(masked),
+        )
     from cli.runtime.started import process_start
 
     started = process_start()
     if started is None:
         started = time.monotonic()
     try:
-        ran = _run_engine(opts, diag, config, question, redactor, display, sink)
+        ran = _run_engine(opts, diag, config, masked, redactor, display, sink)
     except KeyboardInterrupt as stop:
         # Ctrl-C, SIGTERM, SIGHUP: what was tried so far is still a question asked. Say
         # it on stdout (--json) and in the log, then let the guard name the signal.
@@ -240,7 +251,7 @@ def _ask(
             if sink is not None:
                 sink.end_line()
             if opts.json:
-                _write_stdout(opts, stopped, sink)
+                _write_stdout(opts, unmask_result(stopped, masked)[0], sink)
                 out.result_written = True
         finally:
             _log_question(opts, config, stopped, redactor.scrub(question), diag)
@@ -252,14 +263,25 @@ def _ask(
 
     code = exit_code_for(ended)
     retry_after = retry_after_for(ended, store, config, opts.environ)
+    shown, invented = unmask_result(ended, masked)
+    warn_invented(diag, invented)
     try:
-        _write_stdout(opts, ended, sink, retry_after)
+        _write_stdout(opts, shown, sink, retry_after)
         out.result_written = True
         report_outcome(diag, ended, config, retry_after)
     finally:
         # Logged even when stdout's reader went away: the answer was paid for.
         _log_question(opts, config, ended, redactor.scrub(question), diag)
     return code
+
+
+def warn_invented(diag: Diag, invented: Sequence[str]) -> None:
+    """Placeholders in the answer that stand for nothing the customer wrote."""
+    if invented:
+        diag.warn(
+            f"the answer holds {', '.join(invented)}, which stands for nothing the customer "
+            "wrote (the model made it up); it is shown as written"
+        )
 
 
 def _interrupted(attempts: Sequence[Attempt], message: str, elapsed: float, sink: object) -> Result:
@@ -292,14 +314,14 @@ def _run_engine(
     opts: AskOptions,
     diag: Diag,
     config: Config,
-    question: str,
+    masked: Masked,
     redactor: Redactor,
     display: AttemptsDisplay,
     sink: TextSink | None,
 ) -> _Ran:
     index, budget = open_help_centre(opts, config, diag)
     try:
-        return _call(opts, diag, config, question, redactor, display, sink, index, budget)
+        return _call(opts, diag, config, masked, redactor, display, sink, index, budget)
     finally:
         if index is not None:
             index.close()
@@ -309,7 +331,7 @@ def _call(
     opts: AskOptions,
     diag: Diag,
     config: Config,
-    question: str,
+    masked: Masked,
     redactor: Redactor,
     display: AttemptsDisplay,
     sink: TextSink | None,
@@ -321,7 +343,7 @@ def _call(
     from cli.runtime import wiring
 
     environ = opts.environ
-    prompts = wiring.prompting(config, question, index, budget=budget, product=opts.product)
+    prompts = wiring.masked_prompting(config, masked, index, budget=budget, product=opts.product)
     request = prompts.request()
     store = wiring.open_store(
         wiring.state_location(opts.state, environ=environ, config=config),

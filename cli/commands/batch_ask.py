@@ -64,21 +64,30 @@ class Asker:
         self._debug = debug
         self._lock = threading.Lock()
         self._seen: set[ExitCode] = set()
+        from gateway.answers.masking import Masker
+
+        self._masker = Masker.of(config.privacy)
 
     def ask(self, question: Question) -> Result:
-        from cli.commands.ask import log_question
+        """The question asked masked, as `ask` asks it; the Result the customer is shown
+        (their values back in the answer), the log's line with the placeholders."""
+        from cli.commands.ask import log_question, warn_invented
         from cli.runtime import wiring
+        from gateway.answers.masking import unmask_result
 
         product = question.product or self._product
-        prompts = wiring.prompting(
-            self._config, question.text, self._index, budget=self._budget, product=product
+        masked = self._masker.mask([question.text])
+        prompts = wiring.masked_prompting(
+            self._config, masked, self._index, budget=self._budget, product=product
         )
         result = self._engine_ask(prompts.request(), prompts)
         self.earned(exit_code_for(result))
         if self._log is not None:
-            text = self._redactor.scrub(question.text)
+            text = self._redactor.scrub(masked.question)
             log_question(self._log, self._config, result, text, now=time.time())
-        return result
+        shown, invented = unmask_result(result, masked)
+        warn_invented(self._diag, invented)
+        return shown
 
     def by_fallback(self, result: Result) -> bool:
         from gateway.model import Status

@@ -18,6 +18,7 @@ from gateway.model import Article, Attempt, Request
 if TYPE_CHECKING:
     import httpx
 
+    from gateway.answers.masking import Masked
     from gateway.config import Config, Deployment
     from gateway.config.location import RedisURL
     from gateway.engine.loop import Engine
@@ -215,10 +216,12 @@ def prompting(
     *,
     budget: int | None,
     product: str | None = None,
+    query: str | None = None,
 ) -> Prompting:
     """The requests for `question`: `.request()` holds every article when they fit
-    `budget` tokens (None: no limit), else the passages that answer it best, up to the
-    budget; `.within(tokens)` less, for a smaller window (the engine's Compactor)."""
+    `budget` tokens (None: no limit), else the passages that answer `query` (default: the
+    question) best, up to the budget; `.within(tokens)` less, for a smaller window (the
+    engine's Compactor)."""
     from gateway.knowledge.prompting import Prompting
 
     return Prompting(
@@ -228,7 +231,25 @@ def prompting(
         max_output_tokens=config.max_output_tokens,
         index=index,
         budget=budget,
+        query=query,
     )
+
+
+def masked_prompting(
+    config: Config,
+    masked: Masked,
+    index: Index | None,
+    *,
+    budget: int | None,
+    product: str | None = None,
+) -> Prompting:
+    """`prompting` for a masked question: the help centre is searched for its words
+    without the placeholders, so no customer data (nor a placeholder's name) reaches it."""
+    from gateway.answers.masking import without_placeholders
+
+    question = masked.question
+    query = without_placeholders(question)
+    return prompting(config, question, index, budget=budget, product=product, query=query)
 
 
 def request_for(

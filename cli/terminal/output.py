@@ -13,6 +13,8 @@ from gateway.model import Result
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from gateway.answers.masking import StreamUnmasker
+
 
 def _stdout() -> TextIO:
     return sys.stdout
@@ -72,6 +74,7 @@ class StreamSink:
     """The engine's on_text for --stream: each delta straight to stdout, flushed at once.
 
     With `json_lines`, each delta is a `{"type": "delta", "text": ...}` line instead.
+    `unmasker` puts the customer's masked values back into the text as it streams.
     """
 
     def __init__(
@@ -80,7 +83,9 @@ class StreamSink:
         json_lines: bool,
         out: TextIO | None = None,
         before_first: Callable[[], None] | None = None,
+        unmasker: StreamUnmasker | None = None,
     ) -> None:
+        self._unmasker = unmasker
         self._json_lines = json_lines
         self._out = out
         self._before_first = before_first  # e.g. clear a live table off the same terminal
@@ -88,6 +93,11 @@ class StreamSink:
         self._last = ""
 
     def __call__(self, text: str) -> None:
+        if self._unmasker is not None:
+            text = self._unmasker.feed(text)
+        self._write(text)
+
+    def _write(self, text: str) -> None:
         if not text:
             return
         if self._before_first is not None:
@@ -112,6 +122,8 @@ class StreamSink:
 
     def end_line(self) -> None:
         """Finish plain streamed text with a newline (also after a stream that broke)."""
+        if self._unmasker is not None:
+            self._write(self._unmasker.flush())
         if self.wrote and not self._json_lines and not self._last.endswith("\n"):
             out = self._out or _stdout()
             out.write("\n")

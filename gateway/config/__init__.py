@@ -85,6 +85,7 @@ _LAZY = {
     "_STATE_KEYS": "validate",
     "_LOG_KEYS": "validate",
     "_ARTICLES_KEYS": "validate",
+    "_PRIVACY_KEYS": "validate",
 }
 
 if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name stays an error

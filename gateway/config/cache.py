@@ -34,8 +34,10 @@ from gateway.config.model import (
     Deployment,
     KeyStrategy,
     LogSettings,
+    MaskPattern,
     Policy,
     Price,
+    PrivacySettings,
     StateSettings,
 )
 from gateway.model import ProviderKind
@@ -54,7 +56,7 @@ _ENUMS: dict[str, type[Enum]] = {e.__name__: e for e in (ProviderKind, KeyStrate
 _RECORDS: dict[str, type] = {
     c.__name__: c
     for c in (Config, Deployment, Policy, Price, LogSettings, StateSettings, ArticleSettings)
-}
+} | {c.__name__: c for c in (PrivacySettings, MaskPattern)}
 
 
 # (which config, which state of it and of the code that validated it, may it be stored).

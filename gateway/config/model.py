@@ -130,6 +130,24 @@ class ArticleSettings:
 
 
 @dataclass(frozen=True)
+class MaskPattern:
+    """A team's own kind of personal data (`privacy.patterns`): its placeholder's name and
+    a regular expression (Python `re` syntax), checked when the config is read."""
+
+    name: str
+    regex: str
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    """What is masked before any provider sees the customer's text (`privacy.*`): the
+    built-in kinds (e-mail, phone, card, IBAN) unless `mask` is false, and every pattern."""
+
+    mask: bool = True
+    patterns: tuple[MaskPattern, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole configuration: what to try, in which order, how hard."""
 
@@ -145,6 +163,7 @@ class Config:
     log: LogSettings = field(default_factory=LogSettings)
     max_fallback_rate: float | None = None
     articles: ArticleSettings = field(default_factory=ArticleSettings)
+    privacy: PrivacySettings = field(default_factory=PrivacySettings)
 
     def all_deployments(self) -> tuple[Deployment, ...]:
         extra = () if self.long_context is None else (self.long_context,)

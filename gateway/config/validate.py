@@ -19,8 +19,10 @@ from gateway.config.model import (
     Deployment,
     KeyStrategy,
     LogSettings,
+    MaskPattern,
     Policy,
     Price,
+    PrivacySettings,
     StateSettings,
 )
 from gateway.model import ProviderKind
@@ -65,6 +67,7 @@ _TOP_KEYS = (
     "log",
     "max_fallback_rate",
     "articles",
+    "privacy",
 )
 _POLICY_KEYS = tuple(f.name for f in fields(Policy))
 # A zero here could never make a call (or hear a first token); zero waits are fine.
@@ -86,6 +89,8 @@ _PRICE_KEYS = tuple(f.name for f in fields(Price))
 _STATE_KEYS = ("path", "url", "prefix", "connect_timeout", "timeout")
 _LOG_KEYS = tuple(f.name for f in fields(LogSettings))
 _ARTICLES_KEYS = tuple(f.name for f in fields(ArticleSettings))
+_PRIVACY_KEYS = tuple(f.name for f in fields(PrivacySettings))
+_PATTERN_KEYS = tuple(f.name for f in fields(MaskPattern))
 
 # Patterns, compiled (and cached by `re`) only when a file is validated: a cached config
 # needs none of them.
@@ -458,6 +463,10 @@ class _Reader:
         if "articles" in top and not self.is_null(top["articles"][1]):
             articles = self.articles(top["articles"][1])
 
+        privacy = PrivacySettings()
+        if "privacy" in top and not self.is_null(top["privacy"][1]):
+            privacy = self.gather(privacy, partial(self.privacy, top["privacy"][1]))
+
         if self.problems:
             raise ConfigError.several(self.problems)
         return Config(
@@ -473,6 +482,7 @@ class _Reader:
             source=self.source,
             log=log,
             max_fallback_rate=max_fallback_rate,
+            privacy=privacy,
         )
 
     def prompt(self, node: Node | None) -> Path | None:
@@ -890,3 +900,62 @@ class _Reader:
                 check = partial(self.path_value, value, key_path)
             changes[key] = self.gather(getattr(settings, key), check)
         return replace(settings, **changes)
+
+    def privacy(self, node: Node) -> PrivacySettings:
+        from yaml import SequenceNode
+
+        entries = self.mapping(node, "privacy", _PRIVACY_KEYS, where=" in privacy")
+        settings = PrivacySettings()
+        if "mask" in entries:
+            mask = self.gather(True, partial(self.boolean, entries["mask"][1], "privacy.mask"))
+            settings = replace(settings, mask=mask)
+        listed = entries.get("patterns", (None, None))[1]
+        if listed is None or self.is_null(listed):
+            return settings
+        if not isinstance(listed, SequenceNode):
+            self.fail(listed, "privacy.patterns", f"expected a list, got {self.describe(listed)}")
+        seen: dict[str, str] = {}
+        checked = [
+            self.gather(None, partial(self.mask_pattern, item, f"privacy.patterns[{i}]", seen))
+            for i, item in enumerate(listed.value)
+        ]
+        return replace(settings, patterns=tuple(p for p in checked if p is not None))
+
+    def mask_pattern(self, node: Node, path: str, seen: dict[str, str]) -> MaskPattern:
+        from gateway.answers.masking import Kind, pattern_label
+
+        entries = self.mapping(node, path, _PATTERN_KEYS, where=" in a privacy pattern")
+        name_node = self.required(entries, "name", node, path)
+        regex_node = self.required(entries, "regex", node, path)
+        name = self.text(name_node, f"{path}.name").strip()
+        if not re.match(r"[A-Za-z][A-Za-z0-9_ -]*\Z", name):
+            self.fail(
+                name_node,
+                f"{path}.name",
+                f"{name!r} cannot name a placeholder: letters, digits, '_', '-' and spaces, "
+                "starting with a letter (e.g. customer_id -> [CUSTOMER_ID_1])",
+            )
+        label = pattern_label(name)
+        # A team pattern named as a built-in kind would make its placeholders ambiguous.
+        if label in {kind.label for kind in Kind}:
+            self.fail(
+                name_node,
+                f"{path}.name",
+                f"{label} is a built-in kind, masked already; name your pattern otherwise",
+            )
+        if label in seen:
+            self.fail(name_node, f"{path}.name", f"the placeholder {label} is {seen[label]}'s too")
+        seen[label] = path
+        regex = self.text(regex_node, f"{path}.regex")
+        try:
+            compiled = re.compile(regex)
+        except re.error as exc:
+            self.fail(regex_node, f"{path}.regex", f"not a regular expression: {exc}")
+        if compiled.match(""):
+            self.fail(
+                regex_node,
+                f"{path}.regex",
+                "matches the empty text, so it would mask nothing useful; "
+                "make it match at least one character",
+            )
+        return MaskPattern(name=name, regex=regex)

@@ -25,10 +25,14 @@ class Prompting:
         max_output_tokens: int,
         index: Index | None,
         budget: int | None,
+        query: str | None = None,
     ) -> None:
         self.template = template
         self.product = product
         self.question = question
+        # What the help centre is searched for: the question unless told otherwise (the
+        # masked question without its placeholders: no customer data reaches the index).
+        self.query = question if query is None else query
         self.max_output_tokens = max_output_tokens
         self.index = index
         self.budget = budget
@@ -38,7 +42,7 @@ class Prompting:
         passages up to it."""
         if self.index is None:
             return self.build(Selection((), whole=True))
-        return self.build(select(self.question, self.index, self.budget))
+        return self.build(select(self.query, self.index, self.budget))
 
     def within(self, tokens: int) -> Request | None:
         """The best passages that fit an input of about `tokens` tokens in all (an
@@ -50,7 +54,7 @@ class Prompting:
             return None
         if self.index is None:
             return bare
-        return self.build(best_within(self.question, self.index, room))
+        return self.build(best_within(self.query, self.index, room))
 
     def build(self, selection: Selection) -> Request:
         system = render(

@@ -21,8 +21,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "gateway.secrets.key",
     ),
     # rules over that vocabulary: configuration, classification, counting, the run's
-    # secrets cut out of what it writes
-    ("gateway.config", "gateway.classify", "gateway.tokens", "gateway.secrets", "prompts"),
+    # secrets cut out of what it writes, and what an answer is made of (masking the
+    # customer's data, their language, the thread)
+    (
+        "gateway.config",
+        "gateway.classify",
+        "gateway.tokens",
+        "gateway.secrets",
+        "prompts",
+        "gateway.answers",
+    ),
     # the parts the engine is built against
     ("gateway.state", "gateway.knowledge", "gateway.providers"),
     ("gateway.engine",),

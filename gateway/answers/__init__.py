@@ -1,0 +1,1 @@
+"""What an answer is made of besides the model's words: pure functions over text, no I/O."""
