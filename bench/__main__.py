@@ -42,6 +42,7 @@ BENCHMARKS = {
         "bench.deadlines",
         "12 deadlines: a healthy question vs the tree before them; how late one fires",
     ),
+    "masking": ("bench.masking", "13 masking: recall, false positives, cost per message"),
 }
 
 

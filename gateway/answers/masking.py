@@ -76,9 +76,13 @@ def iban_ok(iban: str) -> bool:
 
 
 # -- the finders
+#
+# Patterns are kept as text and compiled by `re` (which caches them) on first use: a
+# question with no digit and no "@" compiles none, and compiling them all costs more than
+# masking a message.
 
-_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.%+-_")
-_DOMAIN = re.compile(r"[^\W_](?:[\w-]*[^\W_])?(?:\.[^\W_](?:[\w-]*[^\W_])?)*\.[^\W\d_]{2,}")
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.%+-_'")
+_DOMAIN = r"[^\W_](?:[\w-]*[^\W_])?(?:\.[^\W_](?:[\w-]*[^\W_])?)*\.[^\W\d_]{2,}"
 
 
 def _emails(text: str) -> Iterator[Span]:
@@ -89,7 +93,9 @@ def _emails(text: str) -> Iterator[Span]:
         start = at
         while start > 0 and (text[start - 1] in _LOCAL_CHARS or text[start - 1].isalnum()):
             start -= 1
-        domain = _DOMAIN.match(text, at + 1)
+        while start < at and text[start] in ".'":  # 'jane@example.com' quoted
+            start += 1
+        domain = re.compile(_DOMAIN).match(text, at + 1)
         if domain is not None and start < at:
             yield Span(start, domain.end(), Kind.EMAIL.label)
             at = text.find("@", domain.end())
@@ -100,17 +106,23 @@ def _emails(text: str) -> Iterator[Span]:
 # What may be a phone or card number: digits, maybe after + or (, grouped by spaces,
 # hyphens, dots, slashes or parentheses. Commas are never inside one (1,299.00 is an
 # amount), nor does one begin inside a word, a path or an amount.
-_NUMBER = re.compile(r"(?<![\w+#/.,:-])(?:\+|\(\+?)?\d[\d \-./()]{5,40}\d(?!\w|[.,:/-]\d)")
+_NUMBER = r"(?<![\w+#/.,:-])(?:\+|\(\+?)?\d[\d \-./()]{5,40}\d(?!\w|[.,:/-]\d)"
 # 13 to 19 digits, in one run or grouped by single spaces or hyphens.
-_CARD = re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?!\w)")
+_CARD = r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?!\w)"
 # Issuer prefixes (ISO/IEC 7812 major industry identifiers 2-6: the card networks): an
 # order number that happens to pass Luhn rarely starts with them too.
 _CARD_FIRST = frozenset("23456")
 
 
+def _has_digit(text: str) -> bool:
+    return any(digit in text for digit in "0123456789")
+
+
 def _numbers(text: str) -> Iterator[Span]:
     """Cards and phone numbers: both are read from one scan for number-like runs."""
-    for match in _NUMBER.finditer(text):
+    if not _has_digit(text):
+        return
+    for match in re.compile(_NUMBER).finditer(text):
         cards = list(_cards(text, match.start(), match.end()))
         yield from cards
         if not cards:
@@ -118,7 +130,7 @@ def _numbers(text: str) -> Iterator[Span]:
 
 
 def _cards(text: str, start: int, end: int) -> Iterator[Span]:
-    for match in _CARD.finditer(text, start, end):
+    for match in re.compile(_CARD).finditer(text, start, end):
         digits = match.group().replace(" ", "").replace("-", "")
         if digits[0] in _CARD_FIRST and luhn_ok(digits):
             yield Span(match.start(), match.end(), Kind.CARD.label)
@@ -126,11 +138,13 @@ def _cards(text: str, start: int, end: int) -> Iterator[Span]:
 
 # Country code, check digits, then the account in groups of four (the printed form) or in
 # one run; either case, as customers type them.
-_IBAN = re.compile(r"(?<!\w)[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,4})?(?!\w)")
+_IBAN = r"(?<!\w)[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,4})?(?!\w)"
 
 
 def _ibans(text: str) -> Iterator[Span]:
-    for match in _IBAN.finditer(text):
+    if not _has_digit(text):
+        return
+    for match in re.compile(_IBAN).finditer(text):
         found = _longest_iban(match.group())
         if found:
             yield Span(match.start(), match.start() + found, Kind.IBAN.label)
@@ -147,8 +161,8 @@ def _longest_iban(candidate: str) -> int:
     return 0
 
 
-_DATE = re.compile(r"\d{1,4}([./-])\d{1,2}\1\d{1,4}\Z")
-_DECIMAL = re.compile(r".*\d[.]\d{1,2}\Z")  # 12.50, 1 299.99: an amount
+_DATE = r"\d{1,4}([./-])\d{1,2}\1\d{1,4}\Z"
+_DECIMAL = r".*\d[.]\d{1,2}\Z"  # 12.50, 1 299.99: an amount
 # The words just before a number that say what it is, searched in the 32 characters before
 # it; the nearest wins. English, German, French, Spanish, Italian, Portuguese, Dutch.
 _PHONE_CUES = (
@@ -161,12 +175,11 @@ _OTHER_CUES = (
     "order", "invoice", "ticket", "ref", "case", "tracking", "account", "customer id",
     "transaction", "receipt", "serial", "licen", "bestell", "rechnung", "kunden",
     "commande", "facture", "pedido", "factura", "ordine", "fattura", "bestelling", "factuur",
+    "siret", "siren", "nif", "vat", "tax", "steuer", "zip", "postcode",
     "no.", "nr", "n°", "id",
 )  # fmt: skip
-_CUES = re.compile(
-    r"(?<!\w)(?:(?P<phone>{})|(?P<other>{}))|(?P<hash>#)".format(
-        "|".join(map(re.escape, _PHONE_CUES)), "|".join(map(re.escape, _OTHER_CUES))
-    )
+_CUES = r"(?<!\w)(?:(?P<phone>{})|(?P<other>{}))|(?P<hash>#)".format(
+    "|".join(map(re.escape, _PHONE_CUES)), "|".join(map(re.escape, _OTHER_CUES))
 )
 _CUE_REACH = 32
 
@@ -184,13 +197,17 @@ def _is_phone(written: str, before: Callable[[], str]) -> bool:
     digits = sum(c.isdigit() for c in written)
     if not 7 <= digits <= 15:  # E.164 allows at most 15 digits
         return False
-    if _DATE.match(written) or _DECIMAL.match(written):
+    if re.match(_DATE, written) or re.match(_DECIMAL, written):
         return False
     if written.startswith(("+", "(+")) or (written.startswith("00") and digits >= 10):
         return True  # written with an international prefix
     cue = _last_cue(before())
+    if cue == "phone":
+        # What the words call a phone, written as no phone number is: 14 digits in one
+        # run is a company or tax number standing after it.
+        return digits <= 12 or written.startswith("0")
     if cue is not None:
-        return cue == "phone"
+        return False
     if any(sep in written for sep in " -.()/"):
         # (555) 123-4567, 020 7946 0958, 06 12 34 56 78: grouped, nine digits at least
         return digits >= 9
@@ -202,7 +219,7 @@ def _is_phone(written: str, before: Callable[[], str]) -> bool:
 def _last_cue(before: str) -> str | None:
     """Which kind of cue stands nearest before a number: "phone", "other" or None."""
     last = None
-    for found in _CUES.finditer(before):
+    for found in re.finditer(_CUES, before):
         last = found
     if last is None:
         return None
@@ -230,7 +247,7 @@ def pattern_label(name: str) -> str:
 
 # -- masking and unmasking
 
-PLACEHOLDER = re.compile(r"\[([A-Z][A-Z0-9_]*?)_(\d+)\]")
+PLACEHOLDER = r"\[([A-Z][A-Z0-9_]*?)_(\d+)\]"
 
 
 @dataclass(frozen=True)
@@ -311,6 +328,10 @@ class Masker:
         counts = {name: numbers.get(label, 0) for label, name in self._names.items()}
         return Masked(tuple(out), values, counts, self._labels)
 
+    def find(self, text: str) -> list[Span]:
+        """Where `text` holds personal data, left to right (what `mask` replaces)."""
+        return self._spans(text)
+
     def _spans(self, text: str) -> list[Span]:
         """Non-overlapping spans, left to right; of two that overlap, the one found by the
         earlier finder wins (team patterns, then e-mail, IBAN, card and phone)."""
@@ -333,6 +354,8 @@ def _same(value: str) -> str:
 def unmask(text: str, masked: Masked) -> Unmasked:
     """The answer with each placeholder this masking issued put back; a placeholder of one
     of its kinds that it never issued (the model made it up) is left as written."""
+    if "[" not in text:
+        return Unmasked(text, ())
     invented: list[str] = []
 
     def restore(match: re.Match[str]) -> str:
@@ -344,7 +367,7 @@ def unmask(text: str, masked: Masked) -> Unmasked:
             invented.append(placeholder)
         return placeholder
 
-    return Unmasked(PLACEHOLDER.sub(restore, text), tuple(invented))
+    return Unmasked(re.sub(PLACEHOLDER, restore, text), tuple(invented))
 
 
 def unmask_result(result: Result, masked: Masked) -> tuple[Result, tuple[str, ...]]:
@@ -368,12 +391,12 @@ def unmask_result(result: Result, masked: Masked) -> tuple[Result, tuple[str, ..
 
 def without_placeholders(text: str) -> str:
     """`text` for the help centre's search: a placeholder is no word of the question."""
-    return PLACEHOLDER.sub(" ", text)
+    return re.sub(PLACEHOLDER, " ", text) if "[" in text else text
 
 
 # A placeholder's longest plausible form, for holding back a streamed tail that may be one.
 _MAX_PLACEHOLDER = 48
-_OPEN_TAIL = re.compile(r"\[[A-Z0-9_]*\Z")
+_OPEN_TAIL = r"\[[A-Z0-9_]*\Z"
 
 
 class StreamUnmasker:
@@ -387,7 +410,10 @@ class StreamUnmasker:
 
     def feed(self, delta: str) -> str:
         text = self._held + delta
-        tail = _OPEN_TAIL.search(text, max(0, len(text) - _MAX_PLACEHOLDER))
+        if "[" not in text:
+            self._held = ""
+            return text
+        tail = re.compile(_OPEN_TAIL).search(text, max(0, len(text) - _MAX_PLACEHOLDER))
         cut = tail.start() if tail else len(text)
         self._held = text[cut:]
         return self._out(text[:cut])
