@@ -209,8 +209,16 @@ class Request:
     sources: tuple[Source, ...] = ()
     ranked: bool = False
     # The chat before `question`, oldest first; each adapter sends it as its wire
-    # format's turns between the system prompt and the question.
+    # format's turns between the system prompt and the question. `turns_left_out`: the
+    # thread's turns not sent, the oldest, for the input budget.
     turns: tuple[Turn, ...] = ()
+    turns_left_out: int = 0
+    turn_tokens: int = 0  # the turns' estimated tokens (`gateway.tokens.estimate`)
+
+    @property
+    def text(self) -> str:
+        """Everything the model reads, as one text for counting its tokens."""
+        return "\n".join((self.system, *(t.content for t in self.turns), self.question))
 
 
 @dataclass(frozen=True)
@@ -360,6 +368,10 @@ class Result:
     # How many values of each kind of personal data were masked before any call, by kind
     # (`gateway.answers.masking`); the values themselves are never here.
     masked: tuple[tuple[str, int], ...] = ()
+    # The chat's turns sent with the question, and those left out for the input budget.
+    turns: int = 0
+    turns_left_out: int = 0
+    turn_tokens: int = 0  # their estimated tokens
 
     @property
     def served_attempts(self) -> int:
@@ -382,6 +394,11 @@ class Result:
             "refusal": None if self.refusal is None else self.refusal.as_json(),
             "usage": self.usage.as_json(),
             "masked": dict(self.masked),
+            "thread": (
+                {"turns": self.turns, "left_out": self.turns_left_out}
+                if self.turns or self.turns_left_out
+                else None
+            ),
             "cost_usd": _dollars(self.cost_usd),
             "attempts": [a.as_json() for a in self.attempts],
             "articles": [s.as_json() for s in self.articles],

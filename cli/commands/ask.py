@@ -25,6 +25,7 @@ from gateway.model import (
     Route,
     Status,
     TextSink,
+    Turn,
 )
 
 if TYPE_CHECKING:
@@ -152,7 +153,15 @@ def check_restart(allow_restart: bool, *, stream: bool, json_lines: bool) -> Non
 
 def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _Stdout) -> int:
     check_restart(opts.allow_restart, stream=opts.stream, json_lines=opts.json)
-    raw = read_question(opts.words)
+    turns: tuple[Turn, ...] = ()
+    if opts.thread is not None:
+        from cli.commands.ask_thread import read_chat
+
+        chat = read_chat(opts.thread, opts.words)
+        raw: str | None = chat.question
+        turns = chat.turns
+    else:
+        raw = read_question(opts.words)
     if raw is None:
         show_help()
         if opts.json:
@@ -177,7 +186,7 @@ def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _
         )
 
     with session(opts, diag) as (config, redactor):
-        return _ask(opts, diag, config, question, redactor, out)
+        return _ask(opts, diag, config, question, turns, redactor, out)
 
 
 @contextmanager
@@ -207,16 +216,18 @@ def _ask(
     diag: Diag,
     config: Config,
     question: str,
+    turns: tuple[Turn, ...],
     redactor: Redactor,
     out: _Stdout,
 ) -> int:
     from cli.terminal.render import AttemptsDisplay
-    from gateway.answers.masking import Masker, StreamUnmasker, unmask_result
+    from gateway.answers.masking import Masker, StreamUnmasker, masked_turns, unmask_result
 
     # Once, before anything is sent anywhere: every attempt, log line and error from here
     # on sees the placeholders only; the customer's values come back in what is printed.
-    masked = Masker.of(config.privacy).mask([question])
+    masked = Masker.of(config.privacy).mask([*(t.content for t in turns), question])
     question = masked.question
+    turns = masked_turns(masked, turns)
 
     # An answer streamed onto the same terminal would tear a live table apart: there the
     # table is live while the engine waits, and cleared as the answer's text starts.
@@ -238,7 +249,7 @@ def _ask(
     if started is None:
         started = time.monotonic()
     try:
-        ran = _run_engine(opts, diag, config, masked, redactor, display, sink)
+        ran = _run_engine(opts, diag, config, masked, turns, redactor, display, sink)
     except KeyboardInterrupt as stop:
         # Ctrl-C, SIGTERM, SIGHUP: what was tried so far is still a question asked. Say
         # it on stdout (--json) and in the log, then let the guard name the signal.
@@ -254,7 +265,9 @@ def _ask(
                 _write_stdout(opts, unmask_result(stopped, masked)[0], sink)
                 out.result_written = True
         finally:
-            _log_question(opts, config, stopped, redactor.scrub(question), diag)
+            _log_question(
+                opts, config, stopped, redactor.scrub(question), diag, scrubbed(redactor, turns)
+            )
         raise
     ended, store = ran.result, ran.store
     if sink is not None:
@@ -271,7 +284,9 @@ def _ask(
         report_outcome(diag, ended, config, retry_after)
     finally:
         # Logged even when stdout's reader went away: the answer was paid for.
-        _log_question(opts, config, ended, redactor.scrub(question), diag)
+        _log_question(
+            opts, config, ended, redactor.scrub(question), diag, scrubbed(redactor, turns)
+        )
     return code
 
 
@@ -315,13 +330,15 @@ def _run_engine(
     diag: Diag,
     config: Config,
     masked: Masked,
+    turns: tuple[Turn, ...],
     redactor: Redactor,
     display: AttemptsDisplay,
     sink: TextSink | None,
 ) -> _Ran:
     index, budget = open_help_centre(opts, config, diag)
     try:
-        return _call(opts, diag, config, masked, redactor, display, sink, index, budget)
+        chat = (masked, turns)
+        return _call(opts, diag, config, chat, redactor, display, sink, index, budget)
     finally:
         if index is not None:
             index.close()
@@ -331,7 +348,7 @@ def _call(
     opts: AskOptions,
     diag: Diag,
     config: Config,
-    masked: Masked,
+    chat: tuple[Masked, tuple[Turn, ...]],
     redactor: Redactor,
     display: AttemptsDisplay,
     sink: TextSink | None,
@@ -343,7 +360,10 @@ def _call(
     from cli.runtime import wiring
 
     environ = opts.environ
-    prompts = wiring.masked_prompting(config, masked, index, budget=budget, product=opts.product)
+    masked, turns = chat
+    prompts = wiring.masked_prompting(
+        config, masked, turns, index, budget=budget, product=opts.product
+    )
     request = prompts.request()
     store = wiring.open_store(
         wiring.state_location(opts.state, environ=environ, config=config),
@@ -475,15 +495,27 @@ def _logging(opts: AskOptions, redactor: Redactor) -> AbstractContextManager[Non
     return logging_to_stderr(verbose=opts.verbose, debug=opts.debug, redactor=redactor)
 
 
+def scrubbed(redactor: Redactor, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+    """The turns with no key in them, for the log."""
+    from dataclasses import replace
+
+    return tuple(replace(t, content=redactor.scrub(t.content)) for t in turns)
+
+
 def _log_question(
-    opts: AskOptions, config: Config, result: Result, question: str, diag: Diag
+    opts: AskOptions,
+    config: Config,
+    result: Result,
+    question: str,
+    diag: Diag,
+    thread: Sequence[Turn] = (),
 ) -> None:
     """Append to the attempt log, then warn if recent traffic leans on fallbacks."""
     log = open_attempt_log(opts, config, diag)
     if log is None:
         return
     now = time.time()
-    log_question(log, config, result, question, now=now)
+    log_question(log, config, result, question, now=now, thread=thread)
     warn_fallback_rate(log, config, diag, now=now)
 
 
@@ -500,12 +532,20 @@ def open_attempt_log(opts: AskOptions, config: Config, diag: Diag) -> AttemptLog
 
 
 def log_question(
-    log: AttemptLog, config: Config, result: Result, question: str, *, now: float
+    log: AttemptLog,
+    config: Config,
+    result: Result,
+    question: str,
+    *,
+    now: float,
+    thread: Sequence[Turn] = (),
 ) -> None:
-    """One question's attempts in the log (`question` already scrubbed of keys)."""
+    """One question's attempts in the log (`question` and the `thread`'s turns already
+    scrubbed of keys, and masked)."""
     from gateway.observe.attemptlog import first_of_route
 
-    log.record(result, now=now, first=first_of_route(config, result.routed), question=question)
+    first = first_of_route(config, result.routed)
+    log.record(result, now=now, first=first, question=question, thread=thread)
 
 
 def warn_fallback_rate(log: AttemptLog, config: Config, diag: Diag, *, now: float) -> None:

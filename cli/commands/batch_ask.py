@@ -71,20 +71,22 @@ class Asker:
     def ask(self, question: Question) -> Result:
         """The question asked masked, as `ask` asks it; the Result the customer is shown
         (their values back in the answer), the log's line with the placeholders."""
-        from cli.commands.ask import log_question, warn_invented
+        from cli.commands.ask import log_question, scrubbed, warn_invented
         from cli.runtime import wiring
-        from gateway.answers.masking import unmask_result
+        from gateway.answers.masking import masked_turns, unmask_result
 
         product = question.product or self._product
-        masked = self._masker.mask([question.text])
+        masked = self._masker.mask([*(t.content for t in question.turns), question.text])
+        turns = masked_turns(masked, question.turns)
         prompts = wiring.masked_prompting(
-            self._config, masked, self._index, budget=self._budget, product=product
+            self._config, masked, turns, self._index, budget=self._budget, product=product
         )
         result = self._engine_ask(prompts.request(), prompts)
         self.earned(exit_code_for(result))
         if self._log is not None:
             text = self._redactor.scrub(masked.question)
-            log_question(self._log, self._config, result, text, now=time.time())
+            thread = scrubbed(self._redactor, turns)
+            log_question(self._log, self._config, result, text, now=time.time(), thread=thread)
         shown, invented = unmask_result(result, masked)
         warn_invented(self._diag, invented)
         return shown

@@ -156,6 +156,14 @@ class AskOptions:
     max_article_tokens: str | None = option(
         "--max-article-tokens", metavar="N|all", help=MAX_ARTICLE_TOKENS_HELP
     )
+    thread: str | None = option(
+        "--thread",
+        metavar="FILE|-",
+        commands=ASK_ONLY,
+        help="The chat so far: a JSON list of {role: customer|agent, content}, oldest "
+        "first (- reads stdin). The question is the argument, else its last customer "
+        "message.",
+    )
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from gateway.engine.loop import Engine
     from gateway.knowledge.index import Index
     from gateway.knowledge.prompting import Prompting
+    from gateway.knowledge.query import Query
     from gateway.knowledge.store import Progress
+    from gateway.model import Turn
     from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secrets.key import Secret
     from gateway.secrets.redactor import Redactor
@@ -216,7 +219,8 @@ def prompting(
     *,
     budget: int | None,
     product: str | None = None,
-    query: str | None = None,
+    query: str | Query | None = None,
+    turns: tuple[Turn, ...] = (),
 ) -> Prompting:
     """The requests for `question`: `.request()` holds every article when they fit
     `budget` tokens (None: no limit), else the passages that answer `query` (default: the
@@ -232,24 +236,33 @@ def prompting(
         index=index,
         budget=budget,
         query=query,
+        turns=turns,
     )
 
 
 def masked_prompting(
     config: Config,
     masked: Masked,
+    turns: tuple[Turn, ...],
     index: Index | None,
     *,
     budget: int | None,
     product: str | None = None,
 ) -> Prompting:
-    """`prompting` for a masked question: the help centre is searched for its words
-    without the placeholders, so no customer data (nor a placeholder's name) reaches it."""
+    """`prompting` for a masked question and the (masked) thread before it: the help
+    centre is searched for the chat's weighted words without the placeholders, so no
+    customer data (nor a placeholder's name) reaches it."""
     from gateway.answers.masking import without_placeholders
+    from gateway.knowledge.query import Query
 
     question = masked.question
-    query = without_placeholders(question)
-    return prompting(config, question, index, budget=budget, product=product, query=query)
+    query = Query.of_chat(
+        without_placeholders(question),
+        [replace(t, content=without_placeholders(t.content)) for t in turns],
+    )
+    return prompting(
+        config, question, index, budget=budget, product=product, query=query, turns=turns
+    )
 
 
 def request_for(

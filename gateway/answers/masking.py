@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gateway.config.model import PrivacySettings
-    from gateway.model import Result
+    from gateway.model import Result, Turn
 
 
 class Kind(StrEnum):
@@ -387,6 +387,11 @@ def unmask_result(result: Result, masked: Masked) -> tuple[Result, tuple[str, ..
         invented.extend(p for p in done.invented if p not in invented)
     shown = replace(result, answer=answer, refusal=refusal, masked=tuple(masked.counts.items()))
     return shown, tuple(invented)
+
+
+def masked_turns(masked: Masked, turns: Sequence[Turn]) -> tuple[Turn, ...]:
+    """The thread's turns as masked with the question (`mask([*turns, question])`)."""
+    return tuple(replace(t, content=c) for t, c in zip(turns, masked.texts[:-1], strict=True))
 
 
 def without_placeholders(text: str) -> str:

@@ -1,8 +1,10 @@
 """The questions of a batch, read one line at a time: JSON Lines or plain text.
 
-JSON Lines: `{"id": ..., "question": ..., "product": ...}` per line (`id` a string or an
-integer, the line number when absent; `product` optional; other keys are ignored, so a
-ticket export can be fed as it is). Plain text: one question per line, its line number is
+JSON Lines: `{"id": ..., "question": ..., "product": ..., "thread": [...]}` per line (`id`
+a string or an integer, the line number when absent; `product` optional; `thread` the
+chat before the question, as `ask --thread` reads it, whose last customer message is the
+question when none is given; other keys are ignored, so a ticket export can be fed as it
+is). Plain text: one question per line, its line number is
 its id. `Format.AUTO` decides from the first line that is not blank: JSON Lines when it
 starts with `{`.
 
@@ -19,6 +21,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gateway.answers.thread import ThreadError, chat_of, turns_of
+from gateway.model import Turn
+
 ItemId = str | int
 
 
@@ -30,12 +35,14 @@ class Format(StrEnum):
 
 @dataclass(frozen=True)
 class Question:
-    """One question to ask. `product` is the line's own, or None for the batch's."""
+    """One question to ask. `product` is the line's own, or None for the batch's;
+    `turns` the chat before it (the line's `thread`), oldest first."""
 
     id: ItemId
     line: int
     text: str
     product: str | None = None
+    turns: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,10 +102,19 @@ def _parse_json(number: int, text: str) -> Item:
     if isinstance(ident, bool) or not isinstance(ident, str | int):
         return BadLine(None, number, 'the "id" must be a string or an integer')
     question = doc.get("question")
+    turns: tuple[Turn, ...] = ()
+    if doc.get("thread") is not None:
+        try:
+            chat = chat_of(
+                question.strip() if isinstance(question, str) else None, turns_of(doc["thread"])
+            )
+        except ThreadError as exc:
+            return BadLine(ident, number, f'the "thread": {exc.message}')
+        question, turns = chat.question, chat.turns
     if not isinstance(question, str) or not question.strip():
         why = "no question" if question is None else 'the "question" is empty or not a string'
         return BadLine(ident, number, why)
     product = doc.get("product")
     if product is not None and (not isinstance(product, str) or not product.strip()):
         return BadLine(ident, number, 'the "product" must be a non-empty string')
-    return Question(ident, number, question.strip(), product)
+    return Question(ident, number, question.strip(), product, turns)

@@ -261,7 +261,7 @@ class _Question:
     # -- set-up ---------------------------------------------------------------------------
 
     def _input_tokens(self, exact: bool) -> tuple[int, bool]:
-        text = self.request.system + "\n" + self.request.question
+        text = self.request.text
         # Every cl100k token is at least one byte, so the UTF-8 length bounds the count from
         # above. When even that bound fits every window, the exact count cannot change a
         # routing decision and loading the tokenizer (the slowest part of start-up) is skipped.
@@ -299,7 +299,7 @@ class _Question:
             request = self.compact.within(target) if target > 0 else None
             if request is None:
                 break
-            tokens = self.seams.count_tokens(request.system + "\n" + request.question)
+            tokens = self.seams.count_tokens(request.text)
             if tokens <= limit:
                 found = (request, tokens)
                 break
@@ -328,7 +328,7 @@ class _Question:
     def _exact_input(self) -> int:
         if self.tokens_exact:
             return self.plan.input_tokens
-        return self.seams.count_tokens(self.request.system + "\n" + self.request.question)
+        return self.seams.count_tokens(self.request.text)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -813,6 +813,9 @@ class _Question:
             refusal=refusal,
             usage=Usage() if reply is None else Usage.of(reply),
             articles=sent.sources,
+            turns=len(sent.turns),
+            turns_left_out=sent.turns_left_out,
+            turn_tokens=sent.turn_tokens,
         )
 
     def _failed(self) -> Result:

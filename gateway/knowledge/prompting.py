@@ -8,9 +8,11 @@ engine's `Compactor` seam: the same question with the best passages that fit an 
 
 from __future__ import annotations
 
+from gateway.answers.thread import THREAD_TOKENS, fit_turns
 from gateway.knowledge.index import Index
+from gateway.knowledge.query import Query
 from gateway.knowledge.select import Selection, best_within, select
-from gateway.model import Request
+from gateway.model import Request, Turn
 from gateway.tokens import estimate
 from prompts import render
 
@@ -25,14 +27,16 @@ class Prompting:
         max_output_tokens: int,
         index: Index | None,
         budget: int | None,
-        query: str | None = None,
+        query: str | Query | None = None,
+        turns: tuple[Turn, ...] = (),
     ) -> None:
         self.template = template
         self.product = product
         self.question = question
         # What the help centre is searched for: the question unless told otherwise (the
-        # masked question without its placeholders: no customer data reaches the index).
+        # chat's weighted words, without placeholders: no customer data reaches the index).
         self.query = question if query is None else query
+        self.turns = turns  # the chat before the question, oldest first
         self.max_output_tokens = max_output_tokens
         self.index = index
         self.budget = budget
@@ -40,23 +44,27 @@ class Prompting:
     def request(self) -> Request:
         """Every article when they fit the budget (or there is none), else the best
         passages up to it."""
+        turns = fit_turns(self.turns, THREAD_TOKENS)
         if self.index is None:
-            return self.build(Selection((), whole=True))
-        return self.build(select(self.query, self.index, self.budget))
+            return self.build(Selection((), whole=True), turns)
+        return self.build(select(self.query, self.index, self.budget), turns)
 
     def within(self, tokens: int) -> Request | None:
         """The best passages that fit an input of about `tokens` tokens in all (an
         estimate: the engine counts what it gets); None when the prompt and the question
         alone are more."""
         bare = self.build(Selection((), whole=False))
-        room = tokens - estimate(bare.system + "\n" + bare.question)
+        room = tokens - estimate(bare.text)
         if room < 0:
             return None
+        # The thread takes at most half of what is left, the passages the rest.
+        turns = fit_turns(self.turns, min(THREAD_TOKENS, room // 2))
+        room -= sum(estimate(t.content) for t in turns[0])
         if self.index is None:
-            return bare
-        return self.build(best_within(self.query, self.index, room))
+            return self.build(Selection((), whole=False), turns)
+        return self.build(best_within(self.query, self.index, max(room, 0)), turns)
 
-    def build(self, selection: Selection) -> Request:
+    def build(self, selection: Selection, turns: tuple[tuple[Turn, ...], int] = ((), 0)) -> Request:
         system = render(
             self.template,
             product=self.product,
@@ -70,4 +78,7 @@ class Prompting:
             articles=selection.articles,
             product=self.product,
             sources=selection.sources,
+            turns=turns[0],
+            turns_left_out=turns[1],
+            turn_tokens=sum(estimate(t.content) for t in turns[0]),
         )

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gateway.knowledge.index import Index, Key
-from gateway.knowledge.terms import query_terms
+from gateway.knowledge.query import Query, as_query
 from prompts import WORD_LIMIT
 
 K1 = 1.2  # BM25 term-frequency saturation (the usual value)
@@ -53,14 +53,20 @@ def _bm25(tf: Mapping[str, int], length: float, average: float, idf: Mapping[str
     return sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in tf)
 
 
-def rank(question: str, index: Index) -> list[Ranked]:
-    """Every passage holding a word of the question, best first."""
-    terms = query_terms(question)
+def rank(question: str | Query, index: Index) -> list[Ranked]:
+    """Every passage holding a word of the question, best first. A `Query` weighs its
+    terms (a chat's earlier turns count less than its current message): each term's idf
+    is multiplied by its weight, in the scores and in the coverage alike."""
+    emphasis = as_query(question).weights()
+    terms = list(emphasis)
     if not terms:
         return []
     hits = index.hits(terms)
     n, df = hits.units, hits.df
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if df[t] else 0.0 for t in terms}
+    idf = {
+        t: emphasis[t] * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if df[t] else 0.0
+        for t in terms
+    }
     if not any(idf.values()):
         return []
     per_article: dict[int, Counter[str]] = {}
@@ -78,7 +84,7 @@ def rank(question: str, index: Index) -> list[Ranked]:
         for article, counts in per_article.items()
     }
     cap = max(idf.values())
-    weights = {term: value or cap for term, value in idf.items()}
+    weights = {term: value or cap * emphasis[term] for term, value in idf.items()}
     total = sum(weights.values())
     # The passage loop is the ranker's hot path (thousands of passages for a common word
     # in a big manual): plain dicts and local names, no Counter built per passage.

@@ -26,6 +26,7 @@ from gateway.model import Article, Source
 from gateway.tokens import estimate
 
 if TYPE_CHECKING:
+    from gateway.knowledge.query import Query
     from gateway.knowledge.rank import Ranked
 
 REPEAT_DECAY = 0.9  # chosen on half the benchmark's questions; see the module's docstring
@@ -54,14 +55,14 @@ def everything(articles: tuple[Article, ...]) -> Selection:
     return Selection(sources, whole=True, articles=articles)
 
 
-def select(question: str, index: Index, budget: int | None) -> Selection:
+def select(question: str | Query, index: Index, budget: int | None) -> Selection:
     """The articles or passages for `question` within `budget` tokens (None: no limit)."""
     if budget is None or index.size().tokens <= budget:
         return everything(index.articles())
     return best_within(question, index, budget)
 
 
-def best_within(question: str, index: Index, budget: int) -> Selection:
+def best_within(question: str | Query, index: Index, budget: int) -> Selection:
     """The best passages for `question` that fit in `budget` tokens together."""
     from gateway.knowledge.rank import rank
 

@@ -13,7 +13,8 @@ A line (schema `v` 1)::
      "decision": "fail_over", "wait_s": 0.0, "latency_s": 0.412, "cooled": true,
      "tokens_in": null, "tokens_out": null, "cost_usd": null,
      "served_by": "fallback", "first": "primary", "outcome": "answered",
-     "routed": "normal", "input_tokens": 1834, "passages": 9, "passage_tokens": 2210}
+     "routed": "normal", "input_tokens": 1834, "passages": 9, "passage_tokens": 2210,
+     "turns": 2, "turns_left_out": 0, "turn_tokens": 41}
 
 - `time` is when the question finished (UTC); all of a question's lines share it.
 - `latency_s` is the attempt's own duration; `wait_s` the backoff taken after it.
@@ -28,12 +29,14 @@ A line (schema `v` 1)::
 - `served_by` is null when no deployment answered; `outcome` is the question's status.
 - `passages` and `passage_tokens` say how much of the help centre the prompt held (the
   passages, or whole articles, and their estimated tokens); never their text.
+- `turns`, `turns_left_out` and `turn_tokens` say how much of a chat's thread was sent
+  (0 for a question asked alone); never its text.
 - A question with no attempts at all still gets one line, with `of` 0 and null attempt
   fields, so it is counted.
 
 Metadata only: the question and answer text are customer data and appear only when
 `LogSettings.include_text` is on, and then only on the question's last line (`question`,
-`answer`). Article text never appears.
+`answer`, and a chat's `thread`, masked like the question). Article text never appears.
 
 Bounds and concurrency: before a write that would take the file past `max_bytes`, the
 file is rotated to `<name>.1` (one older generation kept, so the log never holds much more
@@ -57,7 +60,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from gateway.config import Config, LogSettings
-from gateway.model import Attempt, Outcome, Result, Route, Status
+from gateway.model import Attempt, Outcome, Result, Route, Status, Turn
 
 try:
     import fcntl
@@ -144,11 +147,14 @@ def question_records(
     now: float,
     first: str | None,
     question: str | None = None,
+    thread: Sequence[Turn] = (),
 ) -> list[dict[str, object]]:
     """The log lines for one question, as dicts. `question` is included only when given.
 
     The caller decides privacy: pass `question` only when text logging is on (the answer
-    text travels with it for the same reason).
+    text, and the chat's turns before the question, travel with it for the same reason).
+    Of the chat, every line says only how many turns were sent and left out, and their
+    tokens.
     """
     shared: dict[str, object] = {
         "served_by": _served_by(result),
@@ -159,6 +165,9 @@ def question_records(
         # How much of the help centre was sent: counts only, never a passage's text.
         "passages": len(result.articles),
         "passage_tokens": sum(s.tokens for s in result.articles),
+        "turns": result.turns,
+        "turns_left_out": result.turns_left_out,
+        "turn_tokens": result.turn_tokens,
     }
     stamp = format_time(now)
     attempts: Sequence[Attempt | None] = result.attempts or (None,)
@@ -201,6 +210,8 @@ def question_records(
     if question is not None:
         lines[-1]["question"] = question
         lines[-1]["answer"] = result.answer
+        if thread:
+            lines[-1]["thread"] = [{"role": str(t.role), "content": t.content} for t in thread]
     return lines
 
 
@@ -229,7 +240,13 @@ class AttemptLog:
         self._warn = warn
 
     def record(
-        self, result: Result, *, now: float, first: str | None, question: str | None = None
+        self,
+        result: Result,
+        *,
+        now: float,
+        first: str | None,
+        question: str | None = None,
+        thread: Sequence[Turn] = (),
     ) -> str:
         """Log one question's attempts; returns its id. Never raises for I/O trouble.
 
@@ -243,6 +260,7 @@ class AttemptLog:
             now=now,
             first=first,
             question=question if self.include_text else None,
+            thread=thread if self.include_text else (),
         )
         self.append(encode(lines))
         return qid

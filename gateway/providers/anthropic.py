@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gateway.model import ErrorKind, ProviderError, Reply, Request
+from gateway.model import ErrorKind, ProviderError, Reply, Request, Role
 from gateway.providers.failures import malformed, protocol_failure, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, decode_json
+from gateway.providers.turns import alternating
 
 if TYPE_CHECKING:
     import httpx
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 REFUSED = "The model declined to answer this request."
+ROLES = {Role.CUSTOMER: "user", Role.AGENT: "assistant"}
 # stop_reason values that end an answer before its end (reference §3.2).
 CUT_SHORT = {
     "max_tokens": ErrorKind.OUTPUT_LIMIT,
@@ -201,7 +203,9 @@ class AnthropicProvider(HttpProvider):
         body: dict[str, object] = {"model": self._model, "max_tokens": request.max_output_tokens}
         if request.system:
             body["system"] = request.system
-        body["messages"] = [{"role": "user", "content": request.question}]
+        body["messages"] = [
+            {"role": ROLES[role], "content": text} for role, text in alternating(request)
+        ]
         body["stream"] = stream
         return body
 

@@ -17,10 +17,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from gateway.model import ErrorKind, Reply, Request
+from gateway.model import ErrorKind, Reply, Request, Role
 from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
+from gateway.providers.turns import alternating
 
 if TYPE_CHECKING:
     import httpx
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from gateway.secrets.key import Secret
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+ROLES = {Role.CUSTOMER: "user", Role.AGENT: "model"}
 API_VERSION = "v1beta"  # what python-genai and the REST docs use: every current model
 _VERSION_SEGMENT = re.compile(r"v\d+(?:(?:alpha|beta)\d*)?\Z")
 
@@ -242,7 +244,9 @@ class GeminiProvider(HttpProvider):
         body: dict[str, object] = {}
         if request.system:
             body["systemInstruction"] = {"parts": [{"text": request.system}]}
-        body["contents"] = [{"role": "user", "parts": [{"text": request.question}]}]
+        body["contents"] = [
+            {"role": ROLES[role], "parts": [{"text": text}]} for role, text in alternating(request)
+        ]
         body["generationConfig"] = {"maxOutputTokens": request.max_output_tokens}
         return body
 

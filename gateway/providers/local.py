@@ -32,10 +32,11 @@ def best_passage(request: Request) -> Source | None:
     if not request.articles:
         return None
     from gateway.knowledge.index import MemoryIndex
+    from gateway.knowledge.query import Query
     from gateway.knowledge.rank import rank
 
     index = MemoryIndex(request.articles)
-    found = rank(request.question, index)
+    found = rank(Query.of_chat(request.question, request.turns), index)
     if not found:
         return None
     top = found[0]

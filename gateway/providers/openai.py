@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.model import ErrorKind, Reply, Request
+from gateway.model import ErrorKind, Reply, Request, Role
 from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
+from gateway.providers.turns import sequence
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,6 +35,7 @@ FILTERED = "The provider's content filter withheld this answer."
 # finish_reason values that end an answer before its end (reference §2.2). "length" says
 # only that max tokens were reached: the output limit, or (rarely) the model's window.
 CUT_SHORT = {"length": ErrorKind.OUTPUT_LIMIT}
+ROLES = {Role.CUSTOMER: "user", Role.AGENT: "assistant"}
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def chat_body(
     messages: list[dict[str, str]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages.append({"role": "user", "content": request.question})
+    messages.extend({"role": ROLES[role], "content": text} for role, text in sequence(request))
     body: dict[str, object] = {"messages": messages}
     if model:  # optional on single-model servers; Azure reads the deployment from the path
         body["model"] = model
