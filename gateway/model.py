@@ -214,6 +214,7 @@ class Request:
     turns: tuple[Turn, ...] = ()
     turns_left_out: int = 0
     turn_tokens: int = 0  # the turns' estimated tokens (`gateway.tokens.estimate`)
+    language: str | None = None  # ISO 639-1: the language the prompt asks the reply in
 
     @property
     def text(self) -> str:
@@ -372,6 +373,7 @@ class Result:
     turns: int = 0
     turns_left_out: int = 0
     turn_tokens: int = 0  # their estimated tokens
+    language: str | None = None  # ISO 639-1: the language the reply was asked in
 
     @property
     def served_attempts(self) -> int:
@@ -393,6 +395,7 @@ class Result:
             "finish_reason": self.finish_reason,
             "refusal": None if self.refusal is None else self.refusal.as_json(),
             "usage": self.usage.as_json(),
+            "language": self.language,
             "masked": dict(self.masked),
             "thread": (
                 {"turns": self.turns, "left_out": self.turns_left_out}

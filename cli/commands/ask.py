@@ -153,6 +153,9 @@ def check_restart(allow_restart: bool, *, stream: bool, json_lines: bool) -> Non
 
 def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _Stdout) -> int:
     check_restart(opts.allow_restart, stream=opts.stream, json_lines=opts.json)
+    from cli.runtime.wiring import forced_language
+
+    forced_language(opts.language)  # a code that cannot be one: exit 2 before anything
     turns: tuple[Turn, ...] = ()
     if opts.thread is not None:
         from cli.commands.ask_thread import read_chat
@@ -361,8 +364,10 @@ def _call(
 
     environ = opts.environ
     masked, turns = chat
+    forced = wiring.forced_language(opts.language)
+    language = wiring.reply_language(config, masked.question, turns, forced, diag.warn)
     prompts = wiring.masked_prompting(
-        config, masked, turns, index, budget=budget, product=opts.product
+        config, masked, turns, index, budget=budget, product=opts.product, language=language
     )
     request = prompts.request()
     store = wiring.open_store(

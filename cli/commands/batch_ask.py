@@ -52,6 +52,7 @@ class Asker:
         diag: Diag,
         *,
         debug: bool = False,
+        language: str | None = None,
     ) -> None:
         self._config = config
         self._index = index
@@ -62,6 +63,7 @@ class Asker:
         self._product = product
         self._diag = diag
         self._debug = debug
+        self._language = language  # --language, for every question
         self._lock = threading.Lock()
         self._seen: set[ExitCode] = set()
         from gateway.answers.masking import Masker
@@ -78,8 +80,17 @@ class Asker:
         product = question.product or self._product
         masked = self._masker.mask([*(t.content for t in question.turns), question.text])
         turns = masked_turns(masked, question.turns)
+        language = wiring.reply_language(
+            self._config, masked.question, turns, self._language, self._diag.warn
+        )
         prompts = wiring.masked_prompting(
-            self._config, masked, turns, self._index, budget=self._budget, product=product
+            self._config,
+            masked,
+            turns,
+            self._index,
+            budget=self._budget,
+            product=product,
+            language=language,
         )
         result = self._engine_ask(prompts.request(), prompts)
         self.earned(exit_code_for(result))

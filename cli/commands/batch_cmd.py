@@ -78,6 +78,9 @@ def run_batch(opts: BatchOptions, diag: Diag) -> int:
     if opts.every < 0:
         raise CliError("--progress-every must be 0 (never) or more seconds", ExitCode.USAGE)
     _check_source(opts.source)
+    from cli.runtime.wiring import forced_language
+
+    forced_language(opts.ask.language)  # a code that cannot be one: exit 2 before any line
     with session(opts.ask, diag) as (config, redactor):
         return _batch(opts, diag, config, redactor)
 
@@ -160,6 +163,7 @@ def _answer(
         redactor=redactor,
     )
     from cli.commands.batch_ask import Asker, JsonRecords
+    from cli.runtime.wiring import forced_language
 
     asker = Asker(
         config,
@@ -171,6 +175,7 @@ def _answer(
         ask_opts.product,
         diag,
         debug=ask_opts.debug,
+        language=forced_language(ask_opts.language),
     )
     live = diag.animate and not (opts.out is None and is_tty(sys.stdout))
     view = _view(diag, live, opts.every)

@@ -164,6 +164,11 @@ class AskOptions:
         "first (- reads stdin). The question is the argument, else its last customer "
         "message.",
     )
+    language: str | None = option(
+        "--language",
+        metavar="CODE",
+        help="Reply in this language (ISO 639-1, e.g. de), whatever the customer wrote in.",
+    )
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
     @classmethod

@@ -19,6 +19,7 @@ from gateway.model import Article, Attempt, Request
 if TYPE_CHECKING:
     import httpx
 
+    from gateway.answers.language import Language
     from gateway.answers.masking import Masked
     from gateway.config import Config, Deployment
     from gateway.config.location import RedisURL
@@ -221,6 +222,7 @@ def prompting(
     product: str | None = None,
     query: str | Query | None = None,
     turns: tuple[Turn, ...] = (),
+    language: Language | None = None,
 ) -> Prompting:
     """The requests for `question`: `.request()` holds every article when they fit
     `budget` tokens (None: no limit), else the passages that answer `query` (default: the
@@ -237,6 +239,7 @@ def prompting(
         budget=budget,
         query=query,
         turns=turns,
+        language=language,
     )
 
 
@@ -248,10 +251,11 @@ def masked_prompting(
     *,
     budget: int | None,
     product: str | None = None,
+    language: Language | None = None,
 ) -> Prompting:
     """`prompting` for a masked question and the (masked) thread before it: the help
     centre is searched for the chat's weighted words without the placeholders, so no
-    customer data (nor a placeholder's name) reaches it."""
+    customer data (nor a placeholder's name) reaches it; the reply asked in `language`."""
     from gateway.answers.masking import without_placeholders
     from gateway.knowledge.query import Query
 
@@ -261,8 +265,53 @@ def masked_prompting(
         [replace(t, content=without_placeholders(t.content)) for t in turns],
     )
     return prompting(
-        config, question, index, budget=budget, product=product, query=query, turns=turns
+        config,
+        question,
+        index,
+        budget=budget,
+        product=product,
+        query=query,
+        turns=turns,
+        language=language,
     )
+
+
+def forced_language(flag: str | None) -> str | None:
+    """--language as an ISO 639-1 code (`DE` is `de`); anything else is a usage error."""
+    if flag is None:
+        return None
+    from gateway.answers.language import ISO_639_1
+
+    code = flag.strip().lower()
+    if not ISO_639_1.match(code):
+        raise CliError(
+            f"--language takes a two-letter ISO 639-1 code, not {flag!r}",
+            ExitCode.USAGE,
+            fix="e.g. --language de, --language pt",
+        )
+    return code
+
+
+def reply_language(
+    config: Config, question: str, turns: Sequence[Turn], forced: str | None, warn: Warn
+) -> Language:
+    """The language to reply in: --language, else the customer's (the current message's,
+    or too short to tell, their earlier messages'), else the default."""
+    from gateway.answers.language import DEFAULT_LANGUAGE, DetectorMissing, choose, fasttext_scores
+    from gateway.model import Role
+
+    earlier = [t.content for t in turns if t.role is Role.CUSTOMER]
+    try:
+        return choose(
+            question,
+            earlier,
+            default=DEFAULT_LANGUAGE,
+            forced=forced,
+            scores=fasttext_scores,
+        )
+    except DetectorMissing as exc:
+        warn(f"the customer's language cannot be detected ({exc}); reinstall support-ask")
+        return choose("", (), default=DEFAULT_LANGUAGE, forced=forced, scores=fasttext_scores)
 
 
 def request_for(

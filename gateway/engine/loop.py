@@ -816,6 +816,7 @@ class _Question:
             turns=len(sent.turns),
             turns_left_out=sent.turns_left_out,
             turn_tokens=sent.turn_tokens,
+            language=sent.language,
         )
 
     def _failed(self) -> Result:

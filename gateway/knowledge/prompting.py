@@ -8,6 +8,7 @@ engine's `Compactor` seam: the same question with the best passages that fit an 
 
 from __future__ import annotations
 
+from gateway.answers.language import Language, reply_instruction
 from gateway.answers.thread import THREAD_TOKENS, fit_turns
 from gateway.knowledge.index import Index
 from gateway.knowledge.query import Query
@@ -29,6 +30,7 @@ class Prompting:
         budget: int | None,
         query: str | Query | None = None,
         turns: tuple[Turn, ...] = (),
+        language: Language | None = None,
     ) -> None:
         self.template = template
         self.product = product
@@ -37,6 +39,7 @@ class Prompting:
         # chat's weighted words, without placeholders: no customer data reaches the index).
         self.query = question if query is None else query
         self.turns = turns  # the chat before the question, oldest first
+        self.language = language  # the language to reply in; None: as the prompt says
         self.max_output_tokens = max_output_tokens
         self.index = index
         self.budget = budget
@@ -71,6 +74,9 @@ class Prompting:
             articles=selection.articles,
             passages=None if selection.whole else selection.sources,
         )
+        if self.language is not None:
+            # After the template, whatever it says: a team's own prompt gets it too.
+            system = f"{system.rstrip()}\n\n{reply_instruction(self.language)}\n"
         return Request(
             system=system,
             question=self.question,
@@ -81,4 +87,5 @@ class Prompting:
             turns=turns[0],
             turns_left_out=turns[1],
             turn_tokens=sum(estimate(t.content) for t in turns[0]),
+            language=None if self.language is None else self.language.code,
         )

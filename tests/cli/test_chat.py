@@ -158,3 +158,26 @@ def test_batch_lines_carry_their_own_thread(workdir: Path, provider: Provider) -
     assert "turn 0: role 'bot'" in records["chat-3"]["error"]["message"]
     sent = {len(b["messages"]) for b in provider.bodies()}  # type: ignore[arg-type]
     assert sent == {4, 2}  # system + 2 turns + question; system + question
+
+
+def test_the_reply_is_asked_in_the_customers_language(workdir: Path, provider: Provider) -> None:
+    german = support_ask(
+        workdir, "Wie lange ist der Link zum Zurücksetzen gültig?", "-a", "kb", "--json"
+    )
+    forced = support_ask(
+        workdir, "How long is the reset link valid?", "-a", "kb", "--json", "--language", "ES"
+    )
+    short = support_ask(workdir, "ok?", "-a", "kb", "--json")
+
+    assert json.loads(german.stdout)["language"] == "de"
+    assert json.loads(forced.stdout)["language"] == "es"
+    assert json.loads(short.stdout)["language"] == "en"  # too short to tell: the default
+    systems = [b["messages"][0]["content"] for b in provider.bodies()]  # type: ignore[index]
+    assert "Write your reply in German" in systems[0]
+    assert "Write your reply in Spanish" in systems[1]
+
+
+def test_a_language_that_is_no_iso_code_is_a_usage_error(workdir: Path, provider: Provider) -> None:
+    done = support_ask(workdir, "hello", "-a", "kb", "--language", "german")
+    assert done.returncode == 2 and "ISO 639-1" in done.stderr
+    assert provider.bodies() == []

