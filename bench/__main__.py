@@ -43,6 +43,7 @@ BENCHMARKS = {
         "12 deadlines: a healthy question vs the tree before them; how late one fires",
     ),
     "masking": ("bench.masking", "13 masking: recall, false positives, cost per message"),
+    "language": ("bench.language", "14 language: accuracy on short messages, load, detection"),
 }
 
 

@@ -94,6 +94,8 @@ def choose(
     first; `scores` gives the detector, loaded only when something must be detected."""
     if forced is not None:
         return Language(forced, Basis.FORCED)
+    if (not allowed or ENGLISH in allowed) and plainly_english(current):
+        return Language(ENGLISH, Basis.MESSAGE)
     if letters(current) >= MIN_LETTERS:
         found = detect(current, scores(), allowed)
         if found is not None:
@@ -104,6 +106,27 @@ def choose(
         if found is not None:
             return Language(found, Basis.THREAD)
     return Language(default, Basis.DEFAULT)
+
+
+ENGLISH = "en"
+# English function words. A message of which they are half the words, three at least, is
+# English: no other language's short messages are made of them ("ik kan niet inloggen",
+# "no puedo iniciar sesión" hold one at most), and saying so without the model spares
+# the most common question its load (bench/run language).
+_ENGLISH = frozenset(
+    (
+        "a", "an", "and", "are", "at", "be", "can", "cannot", "can't", "did", "do", "does",
+        "doesn't", "don't", "for", "from", "have", "how", "i", "i'm", "if", "in", "is", "it",
+        "it's", "me", "my", "no", "not", "of", "on", "or", "please", "the", "this", "to", "was",
+        "what", "when", "where", "why", "will", "with", "you", "your",
+    )
+)  # fmt: skip
+
+
+def plainly_english(text: str) -> bool:
+    words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", text.lower())
+    known = sum(1 for w in words if w in _ENGLISH)
+    return known >= 3 and 2 * known >= len(words)
 
 
 def reply_instruction(language: Language) -> str:

