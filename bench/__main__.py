@@ -44,6 +44,7 @@ BENCHMARKS = {
     ),
     "masking": ("bench.masking", "13 masking: recall, false positives, cost per message"),
     "language": ("bench.language", "14 language: accuracy on short messages, load, detection"),
+    "followups": ("bench.followups", "15 follow-ups: answering-page recall with the thread"),
 }
 
 
