@@ -14,7 +14,7 @@ from gateway.providers.azure import AzureProvider
 from gateway.providers.gemini import GeminiProvider
 from gateway.providers.openai import OpenAIProvider
 from gateway.providers.turns import AGENT_BEFORE
-from gateway.secret import Secret
+from gateway.secrets.key import Secret
 from tests.support.provider_fixtures import replay
 
 KEY = Secret("test-key-0123456789abcdefghij")
