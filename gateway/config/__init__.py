@@ -5,7 +5,8 @@
     find      which config file to use, and where the cooldown state lives
     load      a file or the bundled default -> Config, through the cache
     cache     validated configs kept in the user cache dir, keyed by file and code
-    validate  YAML text -> Config, every error naming file:line and key
+    validate  YAML text -> Config, every error naming file:line and key, read by
+              walk (the YAML nodes and their lines), sections and deployments
 
 Every engine run imports the records; the rest is the CLI's, imported on first use, and
 `validate` (with yaml) only when a config changed since it was cached.
@@ -65,8 +66,9 @@ __all__ = [
     "user_config_file",
 ]
 
-# Name -> the module that defines it, for every name not imported above. The key tables are
-# private to the validator, and here only for the README's test of the config reference.
+# Name -> the module that defines it (or module.name, where it is called otherwise there),
+# for every name not imported above. The key tables are the validator's, and here only for
+# the README's test of the config reference.
 _LAZY = {
     "APP_NAME": "find",
     "CONFIG_ENV": "find",
@@ -80,22 +82,23 @@ _LAZY = {
     "load_default_config": "load",
     "load_config_text": "validate",
     "_TOP_KEYS": "validate",
-    "_POLICY_KEYS": "validate",
-    "_DEPLOYMENT_KEYS": "validate",
-    "_STATE_KEYS": "validate",
-    "_LOG_KEYS": "validate",
-    "_ARTICLES_KEYS": "validate",
-    "_PRIVACY_KEYS": "validate",
+    "_POLICY_KEYS": "sections.POLICY_KEYS",
+    "_DEPLOYMENT_KEYS": "deployments",
+    "_STATE_KEYS": "sections",
+    "_LOG_KEYS": "sections",
+    "_ARTICLES_KEYS": "sections",
+    "_PRIVACY_KEYS": "sections",
 }
 
 if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name stays an error
 
     def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
+        where = _LAZY.get(name)
+        if where is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from importlib import import_module
 
-        value = getattr(import_module(f"{__name__}.{module}"), name)
+        module, _, defined = where.partition(".")
+        value = getattr(import_module(f"{__name__}.{module}"), defined or name)
         globals()[name] = value  # found once; later lookups do not come here
         return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -1434,6 +1435,30 @@ def test_a_cached_config_loads_without_yaml_in_a_fresh_process(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["False", repr(first)]
+
+
+def test_a_cached_config_imports_none_of_the_validator(
+    tmp_path: Path, validations: list[str]
+) -> None:
+    path = write(tmp_path, GOOD)
+    load_config(path)
+    probe = (
+        "import sys; from pathlib import Path; from gateway.config import load_config\n"
+        "load_config(Path(sys.argv[1]))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gateway.config.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(ast.literal_eval(done.stdout))
+    assert "gateway.config.cache" in loaded  # what served it
+    assert not loaded & {
+        "gateway.config.validate",
+        "gateway.config.walk",
+        "gateway.config.sections",
+        "gateway.config.deployments",
+    }
 
 
 def test_a_changed_file_is_validated_again(tmp_path: Path, validations: list[str]) -> None:

@@ -1,0 +1,254 @@
+"""The config's sections other than its deployments, each read from its YAML node by a
+function over the file's `Walk`: the policy (top-level and a deployment's overrides),
+the prompt, the state, the attempt log, the fallback rate, the help centre's budget and
+what is masked (privacy). Imported only to validate."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.config.model import (
+    MAX_RETRIES,
+    ArticleSettings,
+    LogSettings,
+    MaskPattern,
+    Policy,
+    PrivacySettings,
+    StateSettings,
+)
+from gateway.config.walk import INT, Walk, join
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from yaml import Node
+
+POLICY_KEYS = tuple(f.name for f in fields(Policy))
+# A zero here could never make a call (or hear a first token); zero waits are fine.
+_NONZERO_TIMES = frozenset({"budget", "timeout", "first_token_timeout", "stall_timeout"})
+_STATE_KEYS = ("path", "url", "prefix", "connect_timeout", "timeout")
+_LOG_KEYS = tuple(f.name for f in fields(LogSettings))
+_ARTICLES_KEYS = tuple(f.name for f in fields(ArticleSettings))
+_PRIVACY_KEYS = tuple(f.name for f in fields(PrivacySettings))
+_PATTERN_KEYS = tuple(f.name for f in fields(MaskPattern))
+
+
+def read_policy(w: Walk, node: Node, path: str, base: Policy) -> Policy:
+    """`base` with the fields given here replaced, then checked as a whole."""
+    entries = w.mapping(node, path, POLICY_KEYS, where=" in a policy")
+    retries = base.retries
+    times = {
+        "backoff_base": base.backoff_base,
+        "backoff_max": base.backoff_max,
+        "cooldown": base.cooldown,
+        "budget": base.budget,
+        "timeout": base.timeout,
+        "quota_cooldown": base.quota_cooldown,
+        "max_cooldown": base.max_cooldown,
+        "first_token_timeout": base.first_token_timeout,
+        "stall_timeout": base.stall_timeout,
+    }
+    for key, (_, value) in entries.items():
+        key_path = join(path, key)
+        if key == "retries":
+            retries = w.gather(
+                retries,
+                partial(w.integer, value, key_path, minimum=0, maximum=MAX_RETRIES),
+            )
+        else:
+            zero_ok = key not in _NONZERO_TIMES
+            times[key] = w.gather(
+                times[key],
+                partial(w.number, value, key_path, minimum=0.0, above=not zero_ok),
+            )
+    merged = Policy(retries=retries, **times)
+    if merged.backoff_max < merged.backoff_base:
+        key = "backoff_max" if "backoff_max" in entries else "backoff_base"
+        at = entries[key][1] if key in entries else node
+        w.note(
+            at,
+            join(path, key),
+            f"backoff_max ({merged.backoff_max:g}) is less than backoff_base "
+            f"({merged.backoff_base:g}); the cap must be at least the first delay",
+        )
+    for longer in ("cooldown", "quota_cooldown"):
+        if getattr(merged, longer) > merged.max_cooldown:
+            key = longer if longer in entries else "max_cooldown"
+            at = entries[key][1] if key in entries else node
+            w.fail(
+                at,
+                join(path, key),
+                f"{longer} ({getattr(merged, longer):g}) is more than max_cooldown "
+                f"({merged.max_cooldown:g}); no cooldown lasts longer than max_cooldown",
+            )
+    return merged
+
+
+def read_prompt(w: Walk, node: Node | None) -> Path | None:
+    prompt = w.path_value(node, "prompt")
+    if prompt is not None and node is not None and not prompt.is_file():
+        w.fail(
+            node,
+            "prompt",
+            f"no prompt file at {prompt} (a relative path is relative to the config "
+            "file's folder); fix the path, or set null for the bundled prompt",
+        )
+    return prompt
+
+
+def read_state(w: Walk, node: Node) -> tuple[Path | None, StateSettings]:
+    entries = w.mapping(node, "state", _STATE_KEYS, where=" in state")
+    path = w.path_value(entries.get("path", (None, None))[1], "state.path")
+    settings = StateSettings()
+    url_node = entries.get("url", (None, None))[1]
+    text = w.optional_text(url_node, "state.url", secret=True)
+    if text is not None and url_node is not None:
+        from gateway.config.location import SCHEMES, LocationError, RedisURL
+
+        if not text.startswith(SCHEMES):
+            w.fail(url_node, "state.url", "expected a redis:// or rediss:// URL")
+        try:
+            settings = replace(settings, url=RedisURL.parse(text))
+        except LocationError as exc:
+            w.fail(url_node, "state.url", str(exc))
+        if path is not None:
+            w.fail(
+                url_node,
+                "state.url",
+                "give state.path or state.url, not both (with Redis down, the local "
+                "file is the user state dir's)",
+            )
+    if "prefix" in entries:
+        prefix = w.text(entries["prefix"][1], "state.prefix")
+        if not re.match(r"[A-Za-z0-9][A-Za-z0-9_.:-]*\Z", prefix):
+            w.fail(
+                entries["prefix"][1],
+                "state.prefix",
+                f"{prefix!r} is not a usable prefix: letters, digits, '-', '_', '.', ':'",
+            )
+        settings = replace(settings, prefix=prefix)
+    waits = {"connect_timeout": settings.connect_timeout, "timeout": settings.timeout}
+    for key in waits:
+        if key in entries:
+            value = w.number(entries[key][1], f"state.{key}", minimum=0.0, above=True)
+            if value > 5:
+                w.fail(
+                    entries[key][1],
+                    f"state.{key}",
+                    f"{value:g} s is longer than any question should wait for its state; at most 5",
+                )
+            waits[key] = value
+    return path, replace(
+        settings, connect_timeout=waits["connect_timeout"], timeout=waits["timeout"]
+    )
+
+
+def read_fallback_rate(w: Walk, node: Node) -> float:
+    rate = w.number(node, "max_fallback_rate", minimum=0.0)
+    if rate > 1:
+        w.fail(node, "max_fallback_rate", "a share: between 0 and 1 (0.2 means 20 %)")
+    return rate
+
+
+def read_articles(w: Walk, node: Node) -> ArticleSettings:
+    from yaml import ScalarNode
+
+    entries = w.mapping(node, "articles", _ARTICLES_KEYS, where=" in articles")
+    settings = ArticleSettings()
+    for key, (_, value) in entries.items():
+        key_path = f"articles.{key}"
+        if key == "max_tokens":
+            if isinstance(value, ScalarNode) and value.tag != INT and value.value == "all":
+                settings = replace(settings, max_tokens=None)
+                continue
+            if not isinstance(value, ScalarNode) or value.tag != INT:
+                w.fail(
+                    value,
+                    key_path,
+                    f"expected a whole number of tokens or `all`, got {w.describe(value)}",
+                )
+            settings = replace(settings, max_tokens=w.integer(value, key_path, minimum=1))
+        else:
+            settings = replace(settings, **{key: w.integer(value, key_path, minimum=1)})
+    return settings
+
+
+def read_log(w: Walk, node: Node) -> LogSettings:
+    entries = w.mapping(node, "log", _LOG_KEYS, where=" in log")
+    settings = LogSettings()
+    changes: dict[str, Any] = {}
+    for key, (_, value) in entries.items():
+        key_path = f"log.{key}"
+        if key in ("enabled", "include_text"):
+            check: Callable[[], object] = partial(w.boolean, value, key_path)
+        elif key == "max_bytes":
+            check = partial(w.integer, value, key_path, minimum=1)
+        else:
+            check = partial(w.path_value, value, key_path)
+        changes[key] = w.gather(getattr(settings, key), check)
+    return replace(settings, **changes)
+
+
+def read_privacy(w: Walk, node: Node) -> PrivacySettings:
+    from yaml import SequenceNode
+
+    entries = w.mapping(node, "privacy", _PRIVACY_KEYS, where=" in privacy")
+    settings = PrivacySettings()
+    if "mask" in entries:
+        mask = w.gather(True, partial(w.boolean, entries["mask"][1], "privacy.mask"))
+        settings = replace(settings, mask=mask)
+    listed = entries.get("patterns", (None, None))[1]
+    if listed is None or w.is_null(listed):
+        return settings
+    if not isinstance(listed, SequenceNode):
+        w.fail(listed, "privacy.patterns", f"expected a list, got {w.describe(listed)}")
+    seen: dict[str, str] = {}
+    checked = [
+        w.gather(None, partial(_mask_pattern, w, item, f"privacy.patterns[{i}]", seen))
+        for i, item in enumerate(listed.value)
+    ]
+    return replace(settings, patterns=tuple(p for p in checked if p is not None))
+
+
+def _mask_pattern(w: Walk, node: Node, path: str, seen: dict[str, str]) -> MaskPattern:
+    from gateway.answers.masking import Kind, pattern_label
+
+    entries = w.mapping(node, path, _PATTERN_KEYS, where=" in a privacy pattern")
+    name_node = w.required(entries, "name", node, path)
+    regex_node = w.required(entries, "regex", node, path)
+    name = w.text(name_node, f"{path}.name").strip()
+    if not re.match(r"[A-Za-z][A-Za-z0-9_ -]*\Z", name):
+        w.fail(
+            name_node,
+            f"{path}.name",
+            f"{name!r} cannot name a placeholder: letters, digits, '_', '-' and spaces, "
+            "starting with a letter (e.g. customer_id -> [CUSTOMER_ID_1])",
+        )
+    label = pattern_label(name)
+    # A team pattern named as a built-in kind would make its placeholders ambiguous.
+    if label in {kind.label for kind in Kind}:
+        w.fail(
+            name_node,
+            f"{path}.name",
+            f"{label} is a built-in kind, masked already; name your pattern otherwise",
+        )
+    if label in seen:
+        w.fail(name_node, f"{path}.name", f"the placeholder {label} is {seen[label]}'s too")
+    seen[label] = path
+    regex = w.text(regex_node, f"{path}.regex")
+    try:
+        compiled = re.compile(regex)
+    except re.error as exc:
+        w.fail(regex_node, f"{path}.regex", f"not a regular expression: {exc}")
+    if compiled.match(""):
+        w.fail(
+            regex_node,
+            f"{path}.regex",
+            "matches the empty text, so it would mask nothing useful; "
+            "make it match at least one character",
+        )
+    return MaskPattern(name=name, regex=regex)
