@@ -29,6 +29,8 @@ from gateway.model import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cli.terminal.render import AttemptsDisplay
     from gateway.answers.masking import Masked
     from gateway.config import Config
@@ -419,7 +421,7 @@ def open_help_centre(
     from cli.runtime import wiring
     from cli.terminal.indexing import IndexProgress
 
-    warn_if_no_articles(opts, diag)
+    warn_if_no_articles(wiring.article_paths(opts.articles, config), diag)
     budget, whole = article_budget(opts.max_article_tokens, config)
     with IndexProgress(diag, silent=diag.quiet) as progress:
         index = wiring.open_help_centre(
@@ -428,11 +430,11 @@ def open_help_centre(
     return index, budget
 
 
-def warn_if_no_articles(opts: AskOptions, diag: Diag) -> None:
-    if not opts.articles:
+def warn_if_no_articles(paths: Sequence[Path], diag: Diag) -> None:
+    if not paths:
         diag.warn(
             "no --articles given: every answer will say the question is not covered "
-            "(pass --articles FOLDER)"
+            "(pass --articles FOLDER, or name it in the config's articles.paths)"
         )
 
 

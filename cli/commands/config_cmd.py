@@ -1,6 +1,7 @@
 """`support-ask config check`: validate the config and show what it resolves to: where it
-came from, each deployment (window, policy with overrides), the long-context deployment,
-the prompt, the state and log files, and which key variables are set (never their values).
+came from, the help centre it names (articles.paths, articles.exclude), each deployment
+(window, policy with overrides), the long-context deployment, the prompt, the state and
+log files, and which key variables are set (never their values).
 `config init` writes the commented sample config (a pip install has no sample-config.yaml).
 
 Plain text on stdout, one fact a line: it reads at any terminal width and greps well; or
@@ -135,6 +136,53 @@ def state_check(state: Path | RedisURL, config: Config, diag: Diag) -> str | Non
     return problem
 
 
+def articles_lines(
+    config: Config, problems: list[str], listed: list[dict[str, object]]
+) -> list[str]:
+    """The help centre the config names (a path that does not exist is a problem), what
+    it leaves out, and the passages' budget."""
+    a = config.articles
+    lines = []
+    if a.paths:
+        shown = []
+        for path in a.paths:
+            shown.append(f"{path}{'' if path.exists() else ' ✗ not found'}")
+            if not path.exists():
+                message = (
+                    f"no such file or folder: {path} (a relative path is relative to the "
+                    "config file's folder); fix the path, or remove it"
+                )
+                problems.append(f"{config.source}: articles.paths: {message}")
+                listed.append(
+                    {
+                        "file": config.source,
+                        "line": None,
+                        "key": "articles.paths",
+                        "message": message,
+                    }
+                )
+        lines.append(f"articles: {', '.join(shown)}")
+    else:
+        lines.append("articles: none named (each command's --articles)")
+    if a.exclude:
+        lines.append(f"  exclude: {', '.join(a.exclude)}")
+    budget = "all (every article whole)" if a.max_tokens is None else f"{a.max_tokens:,} tokens"
+    lines.append(f"  per question: {budget}")
+    return lines
+
+
+def articles_json(config: Config) -> dict[str, object]:
+    a = config.articles
+    return {
+        "paths": [str(p) for p in a.paths],
+        "exclude": list(a.exclude),
+        "max_tokens": a.max_tokens,
+        "max_article_bytes": a.max_article_bytes,
+        "max_set_bytes": a.max_set_bytes,
+        "max_set_files": a.max_set_files,
+    }
+
+
 def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_json: bool) -> int:
     from cli.runtime import wiring
     from cli.runtime.exitcodes import ExitCode
@@ -173,6 +221,7 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
         listed.append(
             {"file": str(config.prompt), "line": None, "key": "prompt", "message": exc.message}
         )
+    out.extend(articles_lines(config, problems, listed))
     from gateway.config.keys import key_errors
 
     for error in key_errors(config, environ):
@@ -215,6 +264,7 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
                 "product": config.product,
                 "prompt": None if config.prompt is None else str(config.prompt),
                 "max_output_tokens": config.max_output_tokens,
+                "articles": articles_json(config),
                 "policy": asdict(config.policy),
                 "deployments": [deployment_json(d, environ) for d in config.deployments],
                 "long_context": None if lc is None else deployment_json(lc, environ),

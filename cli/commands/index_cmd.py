@@ -20,7 +20,7 @@ from cli.runtime.common import CONFIG_HELP, duration, local_time
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
     from gateway.config import Config
-    from gateway.knowledge.files import Found, Limits
+    from gateway.knowledge.files import Limits, Walked
 
 MB = 1_000_000
 
@@ -32,13 +32,13 @@ def _limits(config: Config) -> Limits:
     return Limits(a.max_article_bytes, a.max_set_bytes, a.max_set_files)
 
 
-def build(paths: list[Path], config: Config, diag: Diag) -> int:
+def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
     from cli.runtime import wiring
     from cli.terminal.indexing import IndexProgress
     from gateway.knowledge.centre import is_small
 
-    wiring.check_exist(paths)
-    found = _discover(paths, _limits(config))
+    wiring.check_exist(paths, config=None if named else config)
+    found = _walk(paths, config).found
     if is_small(found):
         size = sum(f.size for f in found)
         sys.stdout.write(
@@ -64,32 +64,44 @@ def build(paths: list[Path], config: Config, diag: Diag) -> int:
     return 0
 
 
-def _discover(paths: list[Path], limits: Limits) -> list[Found]:
-    """The files under `paths` (their warnings are for the build to give)."""
+def _walk(paths: list[Path], config: Config) -> Walked:
+    """The files under `paths`, less articles.exclude (the warnings are the build's to give)."""
     from cli.runtime.exitcodes import ExitCode
     from cli.runtime.wiring import CliError
-    from gateway.knowledge.files import SetTooLarge, discover
+    from gateway.knowledge.files import SetTooLarge, walk
 
     try:
-        return discover(paths, limits)[0]
+        return walk(paths, _limits(config), config.articles.exclude)
     except SetTooLarge as exc:
         raise CliError(exc.message, ExitCode.NOINPUT) from None
+
+
+def _excluded(walked: Walked, config: Config) -> str:
+    """The status's line on articles.exclude: its patterns, and what they left out."""
+    patterns = ", ".join(config.articles.exclude)
+    files, folders = walked.excluded_files, walked.excluded_folders
+    left = f"{files:,} file{'s' * (files != 1)}, {folders:,} folder{'s' * (folders != 1)}"
+    return f"exclude: {patterns} ({left} left out)\n"
 
 
 def _names(paths: list[Path]) -> str:
     return ", ".join(str(p) for p in paths)
 
 
-def status(paths: list[Path], config: Config, diag: Diag) -> int:
+def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
     from cli.runtime import wiring
     from gateway.knowledge import store
     from gateway.knowledge.centre import is_small
 
-    wiring.check_exist(paths)
-    files = _discover(paths, _limits(config))
+    wiring.check_exist(paths, config=None if named else config)
+    walked = _walk(paths, config)
+    files = walked.found
     where = store.index_path(wiring.cache_dir(), paths)
     out = sys.stdout
-    out.write(f"articles: {_names(paths)}\n")
+    source = "" if named else f" (articles.paths in {config.source})"
+    out.write(f"articles: {_names(paths)}{source}\n")
+    if config.articles.exclude:
+        out.write(_excluded(walked, config))
     out.write(f"index: {where}\n")
     if not where.exists():
         size = sum(f.size for f in files)
@@ -143,7 +155,8 @@ def register(app: typer.Typer) -> None:
         paths: Annotated[
             list[Path] | None,
             typer.Argument(
-                help="The help centre: article folders or files, as given to --articles.",
+                help="The help centre: article folders or files, as given to --articles "
+                "(else the config's articles.paths).",
                 metavar="DIR",
                 show_default=False,
             ),
@@ -180,15 +193,17 @@ def register(app: typer.Typer) -> None:
                 )
             if clear_it:
                 return clear(given, diag)
-            if not given:
+            settings = wiring.load_settings(config, environ=os.environ, notice=lambda _: None)
+            paths = given or list(settings.articles.paths)
+            if not paths:
                 raise wiring.CliError(
                     "name the help centre to index",
                     ExitCode.USAGE,
-                    fix="support-ask index DIR (the folder you pass to --articles)",
+                    fix="support-ask index DIR (the folder you pass to --articles), or name "
+                    "it in the config's articles.paths",
                 )
-            settings = wiring.load_settings(config, environ=os.environ, notice=lambda _: None)
             if show_status:
-                return status(given, settings, diag)
-            return build(given, settings, diag)
+                return status(paths, settings, diag, named=bool(given))
+            return build(paths, settings, diag, named=bool(given))
 
         guarded(diag, False, run)

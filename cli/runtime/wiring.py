@@ -165,8 +165,13 @@ ARTICLES_FIX = (
 )
 
 
+def article_paths(given: Sequence[Path], config: Config) -> tuple[Path, ...]:
+    """The help centre: --articles, else the config's articles.paths."""
+    return tuple(given) or config.articles.paths
+
+
 def open_help_centre(
-    paths: Sequence[Path],
+    given: Sequence[Path],
     config: Config,
     *,
     whole: bool,
@@ -174,12 +179,14 @@ def open_help_centre(
     progress: Callable[[Progress], None] | None = None,
     keep: bool | None = None,
 ) -> Index | None:
-    """The help centre under `paths`, read now or through its kept index (None: no paths).
+    """The help centre under the paths `given` (else the config's articles.paths), less
+    what articles.exclude leaves out, read now or through its kept index (None: no paths).
     A path that does not exist, paths holding no readable article, or a set past the caps
     are errors (66)."""
+    paths = article_paths(given, config)
     if not paths:
         return None
-    check_exist(paths)
+    check_exist(paths, config=None if given else config)
     from gateway.knowledge.centre import open_centre
     from gateway.knowledge.files import Limits, SetTooLarge
     from gateway.knowledge.load import ArticlesError
@@ -195,6 +202,7 @@ def open_help_centre(
             warn=warn,
             progress=progress,
             keep=keep,
+            exclude=settings.exclude,
         )
     except SetTooLarge as exc:
         raise CliError(exc.message, ExitCode.NOINPUT) from None
@@ -202,14 +210,23 @@ def open_help_centre(
         raise CliError(exc.message, ExitCode.NOINPUT, fix=ARTICLES_FIX) from None
 
 
-def check_exist(paths: Sequence[Path]) -> None:
+def check_exist(paths: Sequence[Path], *, config: Config | None = None) -> None:
+    """Every path exists, or exit 66 naming those that do not (and, for paths that came from
+    `config`'s articles.paths, the file to fix)."""
     missing = [p for p in paths if not p.exists()]
     if missing:
         shown = ", ".join(str(p) for p in missing)
+        if config is None:
+            raise CliError(
+                f"articles path not found: {shown}",
+                ExitCode.NOINPUT,
+                fix="pass --articles with an existing folder or .md/.txt/.html files",
+            )
         raise CliError(
-            f"articles path not found: {shown}",
+            f"articles path not found: {shown} (articles.paths in {config.source})",
             ExitCode.NOINPUT,
-            fix="pass --articles with an existing folder or .md/.txt/.html files",
+            fix=f"fix articles.paths in {config.source}, or pass --articles with an "
+            "existing folder",
         )
 
 

@@ -121,8 +121,14 @@ class LogSettings:
 
 @dataclass(frozen=True)
 class ArticleSettings:
-    """How much of the help centre goes into each prompt, and the caps on reading it."""
+    """Where the help centre is, what of it is not articles, how much of it goes into each
+    prompt, and the caps on reading it."""
 
+    # The help centre when --articles is not given: absolute (a relative path in the file
+    # is joined to the config file's folder, so the config works from any directory).
+    paths: tuple[Path, ...] = ()
+    # Patterns of files under those folders that are not articles (`gateway.config.globs`).
+    exclude: tuple[str, ...] = ()
     max_tokens: int | None = 6000  # passages per question, estimated tokens; None = all
     max_article_bytes: int = 5_000_000  # a bigger file is skipped, with a warning
     max_set_bytes: int = 1_000_000_000  # a bigger set is refused (exit 66)

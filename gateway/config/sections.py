@@ -161,7 +161,13 @@ def read_articles(w: Walk, node: Node) -> ArticleSettings:
     settings = ArticleSettings()
     for key, (_, value) in entries.items():
         key_path = f"articles.{key}"
-        if key == "max_tokens":
+        if key == "paths":
+            paths = w.gather(settings.paths, partial(_article_paths, w, value, key_path))
+            settings = replace(settings, paths=paths)
+        elif key == "exclude":
+            patterns = w.gather(settings.exclude, partial(_exclude_patterns, w, value, key_path))
+            settings = replace(settings, exclude=patterns)
+        elif key == "max_tokens":
             if isinstance(value, ScalarNode) and value.tag != INT and value.value == "all":
                 settings = replace(settings, max_tokens=None)
                 continue
@@ -173,8 +179,55 @@ def read_articles(w: Walk, node: Node) -> ArticleSettings:
                 )
             settings = replace(settings, max_tokens=w.integer(value, key_path, minimum=1))
         else:
-            settings = replace(settings, **{key: w.integer(value, key_path, minimum=1)})
+            cap: Any = w.integer(value, key_path, minimum=1)  # a max_* byte or file cap
+            settings = replace(settings, **{key: cap})
     return settings
+
+
+def _texts(w: Walk, node: Node, path: str, what: str) -> list[tuple[Node, str, str]]:
+    """One text or a list of them (null: none), each with its node and key path."""
+    from yaml import ScalarNode, SequenceNode
+
+    if w.is_null(node):
+        return []
+    if isinstance(node, ScalarNode):
+        return [(node, path, w.text(node, path))]
+    if not isinstance(node, SequenceNode):
+        w.fail(node, path, f"expected a {what} or a list of them, got {w.describe(node)}")
+    if not node.value:
+        w.fail(node, path, f"the list is empty; name at least one {what}, or remove it")
+    out: list[tuple[Node, str, str]] = []
+    for i, item in enumerate(node.value):
+        if not isinstance(item, ScalarNode):
+            w.fail(item, f"{path}[{i}]", f"expected a {what}, got {w.describe(item)}")
+        out.append((item, f"{path}[{i}]", w.text(item, f"{path}[{i}]")))
+    return out
+
+
+def _article_paths(w: Walk, node: Node, path: str) -> tuple[Path, ...]:
+    """The help centre's folders or files, joined to the config file's folder."""
+    return tuple(
+        w.base_dir / Path(text).expanduser() for _, _, text in _texts(w, node, path, "folder")
+    )
+
+
+def _exclude_patterns(w: Walk, node: Node, path: str) -> tuple[str, ...]:
+    from gateway.config.globs import BadPattern, translate
+
+    patterns: list[str] = []
+    for item, item_path, text in _texts(w, node, path, "pattern"):
+        pattern = text.strip()
+        try:
+            translate(pattern)
+        except BadPattern as exc:
+            w.fail(
+                item,
+                item_path,
+                f"{pattern!r}: {exc}; write a file or folder name (`genindex.html`), "
+                "or a path with * and ** (`**/changelog*`)",
+            )
+        patterns.append(pattern)
+    return tuple(patterns)
 
 
 def read_log(w: Walk, node: Node) -> LogSettings:

@@ -48,15 +48,17 @@ def open_centre(
     warn: Warn,
     progress: Callable[[Progress], None] | None = None,
     keep: bool | None = None,
+    exclude: Sequence[str] = (),
 ) -> Index:
     """The help centre under `paths` as an Index.
 
     `keep`: True keeps an index on disk, False reads the files now, None decides by size
-    (`whole` never keeps one). `cache_dir` is asked only when an index is kept. Every
+    (`whole` never keeps one). `exclude`: patterns of files in the folders that are not
+    articles (`files.walk`). `cache_dir` is asked only when an index is kept. Every
     skipped file is warned about. Raises `files.SetTooLarge` past the caps,
     `load.ArticlesError` when no article is readable.
     """
-    found, warnings = discover(paths, limits)
+    found, warnings = discover(paths, limits, exclude)
     for warning in warnings:
         warn(warning)
     index: Index

@@ -5,6 +5,8 @@ other types are ignored); a file named directly is taken whatever its suffix; th
 file reached twice (by another path or a symlink) is taken once. Symlinked folders are
 followed; one that leads back into a folder being walked (a loop) is skipped with a
 warning, one already walked elsewhere is skipped quietly (its files are taken already).
+Files and folders matching `articles.exclude` (`gateway.config.globs`), by their path
+inside the folder walked, are left out, and a folder left out is not walked.
 
 Two caps keep a typo like `--articles /` from reading a disk: an article above
 `max_article_bytes` is skipped with a warning naming it, and a set above `max_set_bytes`
@@ -20,6 +22,8 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from gateway.config.globs import Exclude
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})  # read as markdown: plain text is too
 HTML_SUFFIXES = frozenset({".html", ".htm"})
@@ -48,6 +52,17 @@ class Found:
     inode: int
 
 
+@dataclass(frozen=True)
+class Walked:
+    """What a walk found: the files to read, a warning per path skipped, and how many
+    files and folders `articles.exclude` left out."""
+
+    found: list[Found]
+    warnings: list[str]
+    excluded_files: int = 0
+    excluded_folders: int = 0
+
+
 class SetTooLarge(Exception):
     """The paths hold more than the caps allow; the message names the cap and the fix."""
 
@@ -66,8 +81,11 @@ _GONE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 class _Walk:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, exclude: Exclude | None) -> None:
         self.limits = limits
+        self.exclude = exclude
+        self.excluded_files = 0
+        self.excluded_folders = 0
         self.found: list[Found] = []
         self.warnings: list[str] = []
         self.seen: set[tuple[int, int]] = set()  # files taken, by (device, inode)
@@ -163,8 +181,14 @@ class _Walk:
                 continue
             inner = f"{relative}/{name}" if relative else name
             if is_dir:
+                if self.exclude is not None and self.exclude.folder(inner):
+                    self.excluded_folders += 1
+                    continue
                 self._collect(path, inner, below, out)
             elif name.lower().endswith(suffixes):
+                if self.exclude is not None and self.exclude.file(inner):
+                    self.excluded_files += 1
+                    continue
                 out.append((inner, path))
                 if len(out) > self.limits.max_set_files:
                     raise SetTooLarge(
@@ -181,15 +205,26 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def discover(paths: Sequence[Path], limits: Limits | None = None) -> tuple[list[Found], list[str]]:
-    """The files to read under `paths`, in a stable order, and a warning per one skipped
-    (or per path that does not exist). Raises `SetTooLarge` past the caps."""
-    walk = _Walk(limits or Limits())
+def walk(
+    paths: Sequence[Path], limits: Limits | None = None, exclude: Sequence[str] = ()
+) -> Walked:
+    """The files to read under `paths`, in a stable order, a warning per one skipped (or
+    per path that does not exist), and what `exclude` left out of the folders. A file
+    named in `paths` is taken whatever the patterns say. Raises `SetTooLarge` past the caps."""
+    state = _Walk(limits or Limits(), Exclude.of(exclude) if exclude else None)
     for root in paths:
         if root.is_dir():
-            walk.folder(os.fspath(root))
+            state.folder(os.fspath(root))
         elif root.exists() or root.is_symlink():
-            walk.take(os.fspath(root))
+            state.take(os.fspath(root))
         else:
-            walk.warnings.append(f"{root}: no such file or folder")
-    return walk.found, walk.warnings
+            state.warnings.append(f"{root}: no such file or folder")
+    return Walked(state.found, state.warnings, state.excluded_files, state.excluded_folders)
+
+
+def discover(
+    paths: Sequence[Path], limits: Limits | None = None, exclude: Sequence[str] = ()
+) -> tuple[list[Found], list[str]]:
+    """`walk`'s files and warnings."""
+    walked = walk(paths, limits, exclude)
+    return walked.found, walked.warnings

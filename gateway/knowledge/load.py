@@ -35,12 +35,12 @@ class ArticlesError(Exception):
 
 
 def load_articles(
-    paths: Sequence[Path], limits: Limits | None = None
+    paths: Sequence[Path], limits: Limits | None = None, exclude: Sequence[str] = ()
 ) -> tuple[tuple[Article, ...], list[str]]:
-    """The articles under `paths`, in a stable order (`files.discover`), and a warning per
-    skipped file. Raises `ArticlesError` when `paths` is not empty but yields no readable
-    article, `files.SetTooLarge` past the caps."""
-    found, warnings = discover(paths, limits)
+    """The articles under `paths`, in a stable order (`files.discover`, leaving out what
+    `exclude` matches), and a warning per skipped file. Raises `ArticlesError` when `paths`
+    is not empty but yields no readable article, `files.SetTooLarge` past the caps."""
+    found, warnings = discover(paths, limits, exclude)
     articles: list[Article] = []
     for file in found:
         article, problem = read(file.path)
