@@ -419,9 +419,14 @@ def open_help_centre(
     with a warning), its index built or refreshed now with the progress on stderr, and
     the passages' budget (None: every article whole). The caller closes the index."""
     from cli.runtime import wiring
+    from cli.runtime.sample import product_warning
     from cli.terminal.indexing import IndexProgress
 
-    warn_if_no_articles(wiring.article_paths(opts.articles, config), diag)
+    paths = wiring.article_paths(opts.articles, config)
+    warn_if_no_articles(paths, diag)
+    misfit = product_warning(config, opts.product, paths)
+    if misfit is not None:
+        diag.warn(misfit)
     budget, whole = article_budget(opts.max_article_tokens, config)
     with IndexProgress(diag, silent=diag.quiet) as progress:
         index = wiring.open_help_centre(

@@ -78,8 +78,10 @@ def describe_deployment(d: Deployment, base: Policy, environ: Mapping[str, str])
     from gateway.model import ProviderKind
 
     what = " ".join(p for p in (str(d.provider), d.model) if p)
+    # The offline ranker's window is never counted against: it has none to show.
+    window = "no window" if d.provider.offline else f"window {d.context_window:,} tokens"
     lines = [
-        f"{d.name}: {what}, window {d.context_window:,} tokens",
+        f"{d.name}: {what}, {window}",
         f"key: {key_status(d, environ)}",
     ]
     if d.provider is not ProviderKind.LOCAL:

@@ -10,7 +10,7 @@ from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING
 
-from gateway.config.model import Deployment, KeyStrategy, Policy, Price
+from gateway.config.model import OFFLINE_WINDOW, Deployment, KeyStrategy, Policy, Price
 from gateway.config.sections import POLICY_KEYS, read_policy
 from gateway.config.walk import Walk
 from gateway.model import ProviderKind
@@ -102,7 +102,7 @@ def read_deployments(
             list_node,
             "deployments",
             "the list is empty; add at least one deployment (the offline one: "
-            "`- {name: local, provider: local, context_window: 1000000}`)",
+            "`- {name: local, provider: local}`)",
         )
     checked = [
         w.gather(None, partial(read_deployment, w, item, f"deployments[{i}]", policy, seen))
@@ -124,14 +124,17 @@ def read_deployment(
 
     name = w.gather("", partial(_name, w, entries, node, path, seen))
     provider = w.gather(None, partial(_provider, w, entries, node, path))
-    context_window = w.gather(
-        1,
-        lambda: w.integer(
-            w.required(entries, "context_window", node, path),
-            f"{path}.context_window",
-            minimum=1,
-        ),
-    )
+    if provider is ProviderKind.LOCAL and get("context_window") is None:
+        context_window = OFFLINE_WINDOW  # it has none: it always gets the whole prompt
+    else:
+        context_window = w.gather(
+            1,
+            lambda: w.integer(
+                w.required(entries, "context_window", node, path),
+                f"{path}.context_window",
+                minimum=1,
+            ),
+        )
     model = w.gather(None, lambda: w.optional_text(get("model"), f"{path}.model"))
     no_keys: tuple[str, ...] = ()
     key_envs = w.gather(

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 BUNDLED_SOURCE = "<bundled default>"
 
 
+# The window of a deployment that has none (the offline `local`: the engine never compacts
+# or skips it for size): above any input the caps on a help centre let through.
+OFFLINE_WINDOW = 1_000_000_000
+
 # More retries than this never fit a budget of seconds with a doubling backoff, and a count
 # in the thousands would only ever be a typo.
 MAX_RETRIES = 10

@@ -65,9 +65,9 @@ def read(path: str) -> tuple[Article | None, str]:
 
 def parse(path: str, data: bytes) -> tuple[Article | None, str]:
     """The article in the bytes `data` read from `path`, or None and why it is unusable."""
-    text = _decode(data)
+    text, problem = _decode(data, path)
     if text is None:
-        return None, "not a text file (binary, or not UTF-8)"
+        return None, problem
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if os.path.splitext(path)[1].lower() in HTML_SUFFIXES:
         title, body = _from_html(text)
@@ -79,19 +79,26 @@ def parse(path: str, data: bytes) -> tuple[Article | None, str]:
     return Article(title=title or _title_from_name(Path(path)), path=path, text=body), ""
 
 
-def _decode(data: bytes) -> str | None:
-    # Editors on Windows save UTF-16 with a byte-order mark; anything else must be UTF-8.
+_BINARY = "not a text file (binary)"
+
+
+def _decode(data: bytes, path: str) -> tuple[str | None, str]:
+    """The file's text (UTF-8, with or without a byte-order mark; UTF-16 with one; else
+    a legacy encoding, see `encoding`), or None and why not."""
+    # Editors on Windows save UTF-16 with a byte-order mark.
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
-            return data.decode("utf-16")
+            return data.decode("utf-16"), ""
         except UnicodeDecodeError:
-            return None
+            return None, "not UTF-16, though it starts with UTF-16's byte-order mark"
     if b"\x00" in data:
-        return None
+        return None, _BINARY
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError:
-        return None
+        from gateway.knowledge.encoding import legacy
+
+        return legacy(data, path)
 
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)

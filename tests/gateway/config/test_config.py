@@ -27,6 +27,7 @@ from gateway.config import (
 )
 from gateway.config import cache as config_cache
 from gateway.config import validate as config_validate
+from gateway.config.model import OFFLINE_WINDOW
 from gateway.model import ProviderKind
 from tests.support.paths import REPO
 
@@ -1187,7 +1188,7 @@ def test_the_sample_and_the_bundled_default_load_alike() -> None:
     ] == [
         ("primary", ProviderKind.OPENAI, "gpt-4o-mini", "OPENAI_API_KEY", 128000),
         ("fallback", ProviderKind.ANTHROPIC, "claude-haiku-4-5", "ANTHROPIC_API_KEY", 200000),
-        ("local", ProviderKind.LOCAL, None, None, 1000000),
+        ("local", ProviderKind.LOCAL, None, None, OFFLINE_WINDOW),  # it needs none
     ]
     long = bundled.long_context
     assert long is not None

@@ -207,7 +207,7 @@ def test_unusable_files_are_skipped_with_a_warning_each(
 ) -> None:
     write(tmp_path, "good.md", "# Good\n\nText.")
     write(tmp_path, "binary.md", b"PK\x03\x04\x00\x00zip inside")
-    write(tmp_path, "latin1.txt", "caf\xe9".encode("latin-1"))
+    write(tmp_path, "latin1.md", "caf\xe9".encode("latin-1"))
     write(tmp_path, "empty.md", "")
     write(tmp_path, "blank.html", "<html><script>x()</script>\n  </html>")
     locked = write(tmp_path, "locked.md", "# Locked\n\nText.")
@@ -224,7 +224,7 @@ def test_unusable_files_are_skipped_with_a_warning_each(
     assert len(warnings) == 5
     reasons = {Path(w.split(": ")[0].removeprefix("skipped ")).name: w for w in warnings}
     assert "binary" in reasons["binary.md"]
-    assert "UTF-8" in reasons["latin1.txt"]
+    assert "UTF-8" in reasons["latin1.md"]
     assert "empty" in reasons["empty.md"]
     assert "empty" in reasons["blank.html"]
     assert "Permission denied" in reasons["locked.md"]

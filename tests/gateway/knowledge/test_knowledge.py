@@ -387,13 +387,15 @@ def test_binary_and_non_utf8_files_are_skipped_with_a_warning_in_an_index_too(
 ) -> None:
     root = big(tmp_path)
     (root / "binary.md").write_bytes(b"PK\x03\x04\x00\x00zip inside")
-    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (root / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
     for _ in range(2):  # warned on every question, not only when first read
         index, said = open_it([root])
         assert isinstance(index, SqliteIndex)
         assert sorted(said) == [
-            f"skipped {root / 'binary.md'}: not a text file (binary, or not UTF-8)",
-            f"skipped {root / 'latin1.txt'}: not a text file (binary, or not UTF-8)",
+            f"skipped {root / 'binary.md'}: not a text file (binary)",
+            f"skipped {root / 'latin1.md'}: not UTF-8; it looks like CP1252: convert it with "
+            f"iconv -f CP1252 -t UTF-8 {root / 'latin1.md'} > {root / 'latin1.md.utf8'} && "
+            f"mv {root / 'latin1.md.utf8'} {root / 'latin1.md'}",
         ]
         index.close()
 
