@@ -122,8 +122,10 @@ def _from_markdown(text: str) -> tuple[str, str]:
     if not title:
         # The first heading of either kind. A setext heading can only win if it starts
         # before the first ATX one, and then it also ends before it: search only up to it.
-        first = _ATX_HEADING.search(text)
-        setext = _SETEXT_HEADING.search(text, 0, len(text) if first is None else first.start())
+        # A code block's `# comment` is no heading: the search runs with blocks blanked.
+        prose = _blank_code(text)
+        first = _ATX_HEADING.search(prose)
+        setext = _SETEXT_HEADING.search(prose, 0, len(text) if first is None else first.start())
         if setext is not None:
             first = setext
         if first is not None:
@@ -131,6 +133,20 @@ def _from_markdown(text: str) -> tuple[str, str]:
     if not title:
         title = _plain_title(text)
     return title, text
+
+
+def _blank_code(text: str) -> str:
+    """`text` with each fenced code block's lines blanked (so offsets hold)."""
+    if "```" not in text and "~~~" not in text:
+        return text
+    from gateway.knowledge.passages import Fence
+
+    fence = Fence()
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        if fence.edge(line) or fence.inside:
+            lines[number] = " " * len(line)
+    return "\n".join(lines)
 
 
 _PLAIN_TITLE = re.compile(r"\A\s*([^\n]{1,80}?)[ \t]*\n[ \t]*\n")
@@ -165,6 +181,16 @@ _BLOCKS = frozenset(
     }
 )  # fmt: skip
 _HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
+# Where a <code> element began or ended (the tags are cut out before parsing, see
+# `_inline_tag`): a block that is one code element is code, as a <pre> is.
+_CODE = "\x02"
+
+
+def _fenced(code: str) -> str:
+    """Code as a fenced block, its fence longer than any run of backticks in it."""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{code}\n{fence}"
 
 
 class _HtmlText:
@@ -250,10 +276,19 @@ class _HtmlText:
     def _flush(self) -> None:
         raw = "".join(self._parts)
         self._parts = []
-        text = raw.strip("\n").rstrip() if self._pre else " ".join(raw.split())
-        if not text:
+        pre = raw.replace(_CODE, "").strip("\n").rstrip() if self._pre else ""
+        text = pre or " ".join(raw.split())
+        if not text.replace(_CODE, ""):
             return  # keep a pending prefix: `<li><p>step</p></li>` is still an item
-        self.blocks.append((self._item, self._prefix + text))
+        # Code never reads as a heading: a <pre>, or a block that is one <code>, is fenced
+        # (its `# comment` lines would otherwise be headings, see `passages`).
+        if self._pre:
+            text = _fenced(text)
+        elif text[0] == _CODE == text[-1] and text.count(_CODE) == 2 and not self._prefix:
+            text = _fenced(text[1:-1])
+        else:
+            text = self._prefix + text.replace(_CODE, "")
+        self.blocks.append((self._item, text))
         self._prefix, self._item = "", 0
 
     def finish(self) -> None:
@@ -301,18 +336,25 @@ def _inline_tag() -> re.Pattern[str]:
     # with a "<" inside is left to the parser, so script text like `a<b ... </script>`
     # cannot swallow the closing tag.
     return re.compile(
-        r"</?(?:a|abbr|b|bdi|bdo|cite|code|data|dfn|em|font|i|kbd|mark|q|s|samp|small|span|"
+        r"</?(?:a|abbr|b|bdi|bdo|cite|data|dfn|em|font|i|kbd|mark|q|s|samp|small|span|"
         r"strong|sub|sup|time|u|var)\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>",
         re.IGNORECASE,
     )
+
+
+@functools.cache
+def _code_tag() -> re.Pattern[str]:
+    # <code> and </code> leave a mark where they were (see `_HtmlText._flush`).
+    return re.compile(r"</?code\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>", re.IGNORECASE)
 
 
 def _from_html(text: str) -> tuple[str, str]:
     """The title (first <h1>, else <title>) and the visible text, a blank line per block."""
     collected = _HtmlText()
     parser = _parser()(collected)
-    parser.feed(_inline_tag().sub("", text))
+    parser.feed(_code_tag().sub(_CODE, _inline_tag().sub("", text)))
     parser.close()
     collected.finish()
-    title = " ".join(collected.h1.split()) or " ".join(collected.title.split())
+    h1, named = (t.replace(_CODE, "") for t in (collected.h1, collected.title))
+    title = " ".join(h1.split()) or " ".join(named.split())
     return title, collected.text()

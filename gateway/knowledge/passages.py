@@ -19,7 +19,40 @@ Span = tuple[int, int]
 
 _ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)[ \t#]*$")
 _UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(?:```|~~~)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+
+
+class Fence:
+    """A fenced code block's edges, as CommonMark has them: a line of three or more ` or ~
+    opens one, and only a line of the same character, at least as long and nothing after
+    it, closes it. Nothing inside one is a heading (`# and port 5432` in a shell comment)."""
+
+    def __init__(self) -> None:
+        self.open: str | None = None  # the opening run while inside a block
+
+    def edge(self, line: str) -> bool:
+        """Whether `line` opens or closes a block (and, if so, note it)."""
+        if self.open is None:
+            found = _FENCE.match(line)
+            if found is None:
+                return False
+            self.open = found.group(1)
+            return True
+        closing = _CLOSE.match(line)
+        if closing is None:
+            return False
+        run = closing.group(1)
+        if run[0] != self.open[0] or len(run) < len(self.open):
+            return False
+        self.open = None
+        return True
+
+    @property
+    def inside(self) -> bool:
+        return self.open is not None
+
+
 ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)]|>)\s+")
 
 
@@ -63,7 +96,7 @@ def _sections(article: Article) -> list[_Section]:
     title = article.title.strip().casefold()
     sections = [_Section("", None, [])]
     lines: list[Span] = []  # the current paragraph's lines
-    fenced = False
+    fence = Fence()
 
     def start_section(span: Span) -> None:
         heading = _ATX.sub(r"\1", text[span[0] : span[1]]).split("\n")[0].strip()
@@ -83,10 +116,7 @@ def _sections(article: Article) -> list[_Section]:
     for line in text.split("\n"):
         span = (position, position + len(line))
         position = span[1] + 1
-        if _FENCE.match(line):
-            fenced = not fenced
-            lines.append(span)
-        elif fenced:
+        if fence.edge(line) or fence.inside:
             lines.append(span)
         elif _ATX.match(line):
             end_paragraph()

@@ -161,3 +161,26 @@ def test_index_needs_a_folder_and_one_action(workdir: Path) -> None:
     assert run(["index", "--status", "--clear", str(KB)]).exit_code == 2
     missing = run(["index", str(workdir / "nowhere")])
     assert missing.exit_code == 66 and "articles path not found" in missing.stderr
+
+
+def test_a_code_comment_is_never_the_passage_a_question_gets(workdir: Path) -> None:
+    from tests.gateway.knowledge.test_code_blocks import PG_HBA
+
+    manual = workdir / "pg"
+    manual.mkdir()
+    (manual / "auth-pg-hba-conf.html").write_text(PG_HBA)
+    write_centre(manual / "other", 4)
+    code, data, _ = ask(
+        "How do I change the password of user foo?",
+        "-a",
+        str(manual),
+        "--max-article-tokens",
+        "150",
+    )
+    assert code == 0
+    sent = data["articles"]
+    assert isinstance(sent, list)
+    from_the_page = [p["heading"] for p in sent if p["path"].endswith("auth-pg-hba-conf.html")]
+    # Before, the pre's comment lines were headings ("any database user name using ...").
+    assert set(from_the_page) <= {None, "Examples", "Changing a password"}
+    assert "Changing a password" in from_the_page
