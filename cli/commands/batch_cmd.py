@@ -205,7 +205,7 @@ def _answer(
     where = str(opts.out) if opts.out is not None else "stdout"
     from cli.terminal.batch_view import summary_line
 
-    diag.detail(summary_line(progress, stopped=stopped, out=where))
+    diag.detail(summary_line(progress, stopped=stopped, out=where, resumable=opts.out is not None))
     if log is not None:
         warn_fallback_rate(log, config, diag, now=time.time())
     if got:

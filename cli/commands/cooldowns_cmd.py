@@ -94,8 +94,16 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
             str(c.trips),
             local_time(c.started),
         )
-    stdout_console().print(table)
+    console = stdout_console()
+    if not console.is_terminal:
+        # Off a terminal (a pipe, a log, cron mail) nothing is watching the width: each row
+        # stays whole on its line, as wide as its cells, instead of words broken at 80.
+        console.width = _UNBOUNDED
+    console.print(table)
     return 0
+
+
+_UNBOUNDED = 10_000  # columns: wider than any row; an unexpanded table is as wide as its cells
 
 
 def shown_name(c: Cooldown) -> str:

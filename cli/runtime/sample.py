@@ -24,19 +24,18 @@ def _in_sample(path: Path) -> bool:
 
 
 def product_warning(config: Config, product_flag: str | None, paths: Sequence[Path]) -> str | None:
-    """What to say when the product is the sample's but the articles are not: None when
-    --product names one, the config names another, or the articles are the sample's."""
-    if product_flag is not None and product_flag.strip():
-        return None
-    if config.product != SAMPLE_PRODUCT or not paths or all(_in_sample(p) for p in paths):
-        return None
+    """What to say when the product falls back to the sample's (no config file was found)
+    but the articles are not the sample's: None when --product names one, a config file
+    names one (whatever it is: its writer chose it), or the articles are the sample's."""
     from gateway.config import BUNDLED_SOURCE
 
-    where = (
-        "a config of your own (`support-ask config init` writes one)"
-        if config.source == BUNDLED_SOURCE
-        else config.source
-    )
+    if product_flag is not None and product_flag.strip():
+        return None
+    if config.source != BUNDLED_SOURCE or config.product != SAMPLE_PRODUCT:
+        return None
+    if not paths or all(_in_sample(p) for p in paths):
+        return None
+    where = "a config of your own (`support-ask config init` writes one)"
     return (
         f'the product name is the sample\'s, "{SAMPLE_PRODUCT}", but these articles are not '
         f"the sample's: answers will name {SAMPLE_PRODUCT} as your product; set `product:` "

@@ -63,7 +63,9 @@ def status_line(p: Progress) -> str:
     return f"{line}; {limits}" if limits else line
 
 
-def summary_line(p: Progress, *, stopped: str | None, out: str) -> str:
+def summary_line(p: Progress, *, stopped: str | None, out: str, resumable: bool = True) -> str:
+    """The line that ends every batch; `resumable`: its results went to a file --resume can
+    read back (not stdout)."""
     what = "stopped" if stopped else "done"
     line = (
         f"batch {what}: {p.asked} asked in {p.elapsed_s:.1f}s ({p.rate:.1f} q/s): "
@@ -78,7 +80,13 @@ def summary_line(p: Progress, *, stopped: str | None, out: str) -> str:
     line += f"; results in {out}"
     if stopped:
         left = "" if p.total is None else f" ({max(0, p.total - p.done)} left)"
-        line += f"; {stopped}: run again with --resume to finish{left}"
+        if resumable:
+            line += f"; {stopped}: run again with --resume to finish{left}"
+        else:  # --resume reads the ids answered back from the file: stdout cannot be read
+            line += (
+                f"; {stopped}{left}: results on stdout cannot be resumed; run again with "
+                "--out FILE, then --out FILE --resume after any stop"
+            )
     return line
 
 

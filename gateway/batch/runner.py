@@ -210,7 +210,7 @@ class BatchRunner:
                 self._one(question)
 
     def _one(self, question: Question) -> None:
-        head = {"id": question.id}
+        head = {"id": question.id, "line": question.line}
         try:
             result = self._ask(question)
         except Exception as exc:  # a bug: this question's record says so, the batch goes on

@@ -223,7 +223,8 @@ def test_each_line_gets_its_id_and_the_object_ask_json_prints_and_bad_lines_thei
         check=False,
     )
     alone = json.loads(ask.stdout)
-    mine = {k: v for k, v in got["T-1"].items() if k != "id"}
+    assert got["T-1"]["line"] == 1 and got[5]["line"] == 5  # an answered line has its number
+    mine = {k: v for k, v in got["T-1"].items() if k not in ("id", "line")}
     assert list(mine) == list(alone)  # the same fields, in the same order
     for record in (mine, alone):
         record["elapsed_s"] = 0
@@ -483,6 +484,26 @@ def test_a_key_a_provider_echoes_never_reaches_the_output_or_the_log(
     assert f"your header was Bearer {PLACEHOLDER}" in written
     for where in (written, run.stdout, run.stderr, (work / "attempts.jsonl").read_text()):
         assert "test-openai-key" not in where
+
+
+def test_a_batch_stopped_while_writing_to_stdout_says_to_use_out(
+    tmp_path: Path, providers: Providers
+) -> None:
+    providers.delay = 0.2
+    work = workdir(tmp_path, providers)
+    (work / "in.txt").write_text(questions(30))
+    proc = start(work, "in.txt", "-a", "kb", "-j", "2")
+    deadline = time.monotonic() + END
+    while len(providers.questions) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=END)
+
+    assert proc.returncode == 143, stderr
+    summary = stderr.splitlines()[-1]
+    assert "results on stdout cannot be resumed; run again with --out FILE" in summary
+    assert "run again with --resume" not in stderr  # --resume cannot read stdout back
+    assert all(isinstance(r["line"], int) for r in records(stdout))
 
 
 def test_a_second_interrupt_stops_at_once_and_leaves_only_whole_lines(

@@ -351,6 +351,22 @@ def test_cooldowns_says_why_how_it_ends_and_the_trips(
     assert by_name["fallback"]["seconds_left"] <= 3600, "a 7-day wait is capped at an hour"
 
 
+def test_cooldowns_off_a_terminal_keeps_each_row_whole_at_80_columns(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    now = time.time()
+    FileStore(home / "state.json").cool(
+        "primary", until=now + 7 * 86400, kind=ErrorKind.RATE_LIMIT, now=now, status=429
+    )
+    out = run(["cooldowns"])
+    assert out.exit_code == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if "primary" in line)
+    # Before, the cells folded into 80 columns: "max_coold" / "own (a longer wait ...".
+    assert "rate_limit 429" in row
+    assert "at policy.max_cooldown (a longer wait was asked for); then one probe" in row
+
+
 def test_cooldowns_lists_a_bad_state_file_without_crashing_or_moving_it(home: Path) -> None:
     state = home / "state.json"
     good = {"until": time.time() + 60, "kind": "server", "started": time.time()}

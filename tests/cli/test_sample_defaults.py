@@ -58,6 +58,11 @@ def test_no_word_when_the_product_is_named_or_the_articles_are_the_samples(
     mine = run(["How do I connect?", "-a", str(own), "--json"])
     assert MISFIT not in mine.stderr
     assert json.loads(mine.stdout)["status"] == "answered"
+    # A config file's product is its writer's choice, even the sample's.
+    (tmp_path / "support-ask.yaml").write_text(
+        "product: Acme Cloud\ndeployments:\n  - {name: local, provider: local}\n"
+    )
+    assert MISFIT not in run(["How do I connect?", "-a", str(own)]).stderr
 
 
 def test_a_local_deployment_needs_no_window(own: Path, tmp_path: Path) -> None:

@@ -211,7 +211,8 @@ def test_a_question_that_crashes_is_a_record_and_the_batch_goes_on():
 
     progress = runner(lines(3), ask, out=out, concurrency=1).run()
     by_id = {r["id"]: r for r in out.lines()}
-    assert by_id[2] == {"id": 2, "status": "failed", "crash": "boom"}
+    assert by_id[2] == {"id": 2, "line": 2, "status": "failed", "crash": "boom"}
+    assert by_id[1]["line"] == 1  # an answered record has its line too
     assert by_id[1]["status"] == by_id[3]["status"] == "answered"
     assert progress.failed == 1 and progress.answered == 2
 
