@@ -137,6 +137,9 @@ class ArticleSettings:
     max_article_bytes: int = 5_000_000  # a bigger file is skipped, with a warning
     max_set_bytes: int = 1_000_000_000  # a bigger set is refused (exit 66)
     max_set_files: int = 100_000  # likewise
+    # The relevance a question needs to be answered, 0..1 (`gateway.knowledge.relevance`);
+    # below it the question is handed off unasked. Measured by `bench/run quality`.
+    min_relevance: float = 0.4
 
 
 @dataclass(frozen=True)

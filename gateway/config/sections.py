@@ -178,6 +178,11 @@ def read_articles(w: Walk, node: Node) -> ArticleSettings:
                     f"expected a whole number of tokens or `all`, got {w.describe(value)}",
                 )
             settings = replace(settings, max_tokens=w.integer(value, key_path, minimum=1))
+        elif key == "min_relevance":
+            share = w.number(value, key_path, minimum=0.0)
+            if share > 1:
+                w.fail(value, key_path, f"must be from 0 to 1 (a share), got {share:g}")
+            settings = replace(settings, min_relevance=share)
         else:
             cap: Any = w.integer(value, key_path, minimum=1)  # a max_* byte or file cap
             settings = replace(settings, **{key: cap})

@@ -10,6 +10,7 @@ and the selection within a token budget.
     store     SqliteIndex: the index kept between runs in the user cache dir
     rank      the one ranker (BM25 + coverage), for the prompt and the offline deployment
     select    every article when they fit the budget, else the best passages, grouped
+    relevance whether the help centre covers a question: a 0..1 figure and its floor
 
 Public API (what the CLI and the benchmarks call):
 
@@ -18,6 +19,7 @@ Public API (what the CLI and the benchmarks call):
     rank.rank(question, index) -> [Ranked(key, score, coverage)], best first
     select.select(question, index, budget) -> Selection    budget None: everything
     select.best_within(question, index, budget) -> Selection
+    relevance.covers(question, sources, index, floor) -> bool   False: hand it off
 
 Nothing here imports sqlite3 unless an index is kept on disk, nor html.parser unless an
 HTML article is read.

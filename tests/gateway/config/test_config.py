@@ -812,6 +812,36 @@ BAD = {
         "prompt",
         "relative to the config file's folder",
     ),
+    "min_relevance above 1": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        articles:
+          min_relevance: 40   #!
+        """,
+        "articles.min_relevance",
+        "must be from 0 to 1 (a share), got 40",
+    ),
+    "min_relevance negative": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        articles:
+          min_relevance: -0.1   #!
+        """,
+        "articles.min_relevance",
+        "must be at least 0",
+    ),
+    "min_relevance quoted": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        articles:
+          min_relevance: "0.3"   #!
+        """,
+        "articles.min_relevance",
+        "(remove the quotes)",
+    ),
     "long_context not a mapping": (
         """
         product: X
@@ -1748,3 +1778,25 @@ def test_an_unknown_key_strategy_is_an_error(tmp_path: Path) -> None:
         load_config(write(tmp_path, text))
     assert caught.value.key == "deployments[0].key_strategy"
     assert "in_order, round_robin" in str(caught.value)
+
+
+@pytest.mark.parametrize(("written", "read"), [("0.25", 0.25), ("0", 0.0), ("1", 1.0)])
+def test_min_relevance_is_read_as_a_share(tmp_path: Path, written: str, read: float) -> None:
+    path = write(
+        tmp_path,
+        f"""
+        product: X
+        deployments: [{{name: a, provider: local, context_window: 10}}]
+        articles:
+          min_relevance: {written}
+        """,
+    )
+    assert load_config(path).articles.min_relevance == read
+    # and again through the cache of validated configs
+    assert load_config(path).articles.min_relevance == read
+
+
+def test_min_relevance_has_its_measured_default_when_unset(tmp_path: Path) -> None:
+    from gateway.knowledge.relevance import DEFAULT_MIN_RELEVANCE
+
+    assert load_config(write(tmp_path, GOOD)).articles.min_relevance == DEFAULT_MIN_RELEVANCE

@@ -1,0 +1,75 @@
+"""Whether the help centre covers a question: one figure from 0 to 1, and the floor it
+must reach.
+
+The figure is the best coverage among the passages the prompt holds (`rank.Ranked.coverage`:
+the share of the question's idf weight a passage contains, a word no article has weighing
+as much as the question's rarest known word). It is a share, not a raw BM25 score, so one
+floor means the same over a dozen articles as over a thousand-page manual: a BM25 score
+grows with the set's size and the question's length, a share does not. It is read from
+the sources the selection already scored, so deciding costs nothing more; only a help
+centre sent whole (unranked, `Selection.whole`) is ranked here, and that is a small one.
+
+`covers()` is the whole rule: a question is covered when its relevance reaches the floor
+(`articles.min_relevance`, default `DEFAULT_MIN_RELEVANCE`, measured by `bench/run
+quality`; see bench/RESULTS.md). A floor of 0 covers every question, so a team can turn
+the handoff off. No help centre, or a question of stopwords only, has relevance 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gateway.config.model import ArticleSettings
+from gateway.knowledge.index import Index
+from gateway.model import Source
+
+# Defined once, with the config key it is the default of.
+DEFAULT_MIN_RELEVANCE = ArticleSettings.min_relevance
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """How well the help centre covers one question. `score`: 0..1; `path`: the article of
+    the passage that holds it (None when nothing matched)."""
+
+    score: float
+    path: str | None = None
+
+    def covers(self, floor: float) -> bool:
+        return self.score >= floor
+
+
+NONE = Relevance(0.0)
+
+
+def relevance(question: str, sources: Sequence[Source], index: Index | None) -> Relevance:
+    """The relevance of the prompt's `sources` (a `Selection`'s, or a `Request`'s) to
+    `question`. Sources the ranker scored are read as they are; whole articles sent
+    unranked are ranked in `index` first (None: no help centre, relevance 0)."""
+    scored = [s for s in sources if s.coverage is not None]
+    if scored:
+        best = max(scored, key=lambda s: (s.coverage or 0.0, s.score or 0.0))
+        return Relevance(best.coverage or 0.0, best.path)
+    if index is None or not sources:
+        return NONE
+    from gateway.knowledge.rank import rank
+
+    ranked = rank(question, index)
+    if not ranked:
+        return NONE
+    top = max(ranked, key=lambda r: (r.coverage, r.score))
+    # A whole article's source is numbered by its place in the set, as a key's article is.
+    path = next((s.path for s in sources if s.article == top.key[0]), None)
+    return Relevance(top.coverage, path)
+
+
+def covers(
+    question: str,
+    sources: Sequence[Source],
+    index: Index | None,
+    floor: float = DEFAULT_MIN_RELEVANCE,
+) -> bool:
+    """Whether the help centre covers `question`: False means hand it off (`not_covered`)
+    without asking any model."""
+    return relevance(question, sources, index).covers(floor)
