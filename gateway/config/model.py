@@ -139,7 +139,7 @@ class ArticleSettings:
     max_set_files: int = 100_000  # likewise
     # The relevance a question needs to be answered, 0..1 (`gateway.knowledge.relevance`);
     # below it the question is handed off unasked. Measured by `bench/run quality`.
-    min_relevance: float = 0.4
+    min_relevance: float = 0.35
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,11 @@ titles. Ties go to the earlier article, then the earlier passage.
 
 Coverage is the share of the question's idf weight that a passage holds. Rare words carry
 the meaning of a question ("invoice", "Slack"), common ones little. A word no article
-contains weighs as much as the question's rarest known word, so "Can I pay with bitcoin?"
-(half the weight unknown) is not covered by the billing article just because it mentions
-paying, while "How do I reset my password quickly?" still is.
+contains weighs `UNKNOWN_WEIGHT` (3) times the question's rarest known word, so "Can I
+pay with bitcoin?" (three quarters of the weight unknown) is not covered by the billing
+article just because it mentions paying, nor "How do I install Docker on Ubuntu?" by a
+manual's install page. It is what `relevance` reads to decide whether the help centre
+covers a question at all, and what the offline `local` deployment answers by.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ HEADING_WEIGHT = 2  # a heading names what its section is about: it counts twice
 TITLE_WEIGHT = 2  # in an article's own score, its title's words count twice
 # Passages are cut to at most WORD_LIMIT words, so their lengths are measured against half.
 AVERAGE_PASSAGE_WORDS = WORD_LIMIT / 2
+# In coverage, a word no article contains weighs this many times the question's rarest
+# known word: a name the help centre never mentions ("Docker", "bitcoin") is the surest
+# sign a question is about something else. 3 was chosen on the tuning half of bench/run
+# quality's questions (bench/RESULTS.md); 1 handed off fewer unanswerable questions there.
+UNKNOWN_WEIGHT = 3
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,7 @@ def rank(question: str | Query, index: Index) -> list[Ranked]:
         for article, counts in per_article.items()
     }
     cap = max(idf.values())
-    weights = {term: value or cap * emphasis[term] for term, value in idf.items()}
+    weights = {term: value or UNKNOWN_WEIGHT * cap * emphasis[term] for term, value in idf.items()}
     total = sum(weights.values())
     # The passage loop is the ranker's hot path (thousands of passages for a common word
     # in a big manual): plain dicts and local names, no Counter built per passage.

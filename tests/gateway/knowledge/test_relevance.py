@@ -21,7 +21,7 @@ REFUND = Article(
     "# Refunds\n\n## Asking for a refund\n\nWrite to billing within 30 days of the charge "
     "for a refund of an annual plan.\n",
 )
-COVERED = "How do I get a refund for my annual plan?"
+COVERED = "How do I get a refund for my plan?"
 ELSEWHERE = "Can I pay the annual plan with bitcoin through Coinbase?"
 
 

@@ -122,7 +122,7 @@ def test_without_a_product_the_not_covered_reply_is_generic(kb: tuple[Article, .
 
 # Coverage, both sides of the threshold. Every paragraph below mentions "plan", one also
 # "refund": "plan" is common and weighs little, "refund" is rare and weighs more, and a
-# word no article has ("bitcoin", "xero") weighs as much as the rarest known word.
+# word no article has ("bitcoin", "xero") weighs three times the rarest known word.
 THRESHOLD_KB = [
     md("Plans", "Every plan has a monthly price.\n\nYou can change plan at any time."),
     md("Plan limits", "Each plan has a storage limit.\n\nA bigger plan has more storage."),
@@ -138,17 +138,25 @@ def test_a_passage_holding_more_than_half_the_weight_answers() -> None:
 
 
 def test_a_passage_holding_exactly_half_the_weight_does_not_answer() -> None:
-    match = rank("refund bitcoin", THRESHOLD_KB)
+    # "refund" and "voucher" are each in one title and one paragraph: they weigh the same.
+    articles = [
+        md("Refunds", "A refund is given within 30 days."),
+        md("Vouchers", "A voucher is sent by email."),
+    ]
+    match = rank("refund voucher", articles)
     assert match is not None
     assert match.coverage == pytest.approx(MIN_COVERAGE)
-    assert ask("refund bitcoin", THRESHOLD_KB) == not_covered(PRODUCT)
+    assert ask("refund voucher", articles) == not_covered(PRODUCT)
 
 
-def test_one_unknown_word_does_not_outweigh_two_known_ones() -> None:
+def test_a_word_no_article_has_outweighs_a_rare_and_a_common_one() -> None:
+    """A name the help centre never mentions is what the question is about: refunds through
+    Xero are not answered by the refund article."""
     match = rank("refund plan xero", THRESHOLD_KB)
     assert match is not None
-    assert match.coverage > MIN_COVERAGE
-    assert ask("refund plan xero", THRESHOLD_KB).startswith("From \u201cRefunds\u201d")
+    assert match.coverage <= MIN_COVERAGE
+    assert ask("refund plan xero", THRESHOLD_KB) == not_covered(PRODUCT)
+    assert ask("refund plan", THRESHOLD_KB).startswith("From \u201cRefunds\u201d")
 
 
 def test_a_common_word_alone_does_not_cover_a_rare_unknown_subject() -> None:
