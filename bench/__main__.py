@@ -37,6 +37,10 @@ BENCHMARKS = {
     ),
     "quality": ("bench.quality", "9 help-centre quality: recall within a budget vs page BM25"),
     "scale": ("bench.scale", "10 help-centre speed and memory: index, warm question, edit"),
+    "handoff": (
+        "bench.handoff",
+        "13 help-centre handoff: the relevance floor on unanswerable and answerable questions",
+    ),
     "batch": ("bench.batch", "11 batch -j 8 vs xargs -P 8 on one input; peak RSS by size"),
     "deadlines": (
         "bench.deadlines",

@@ -55,7 +55,11 @@ class DocSet:
 GIT_DOC = DocSet("git-doc", "git-doc", Path("/usr/share/doc/git-doc"))
 PG_DOC = DocSet("postgresql-15", "postgresql-doc-15", Path("/usr/share/doc/postgresql-doc-15/html"))
 KB = DocSet("examples/kb", "", EXAMPLES_KB, SUFFIXES)
-QUESTIONS = {GIT_DOC.name: BENCH / "questions-git.yaml", KB.name: BENCH / "questions-kb.yaml"}
+QUESTIONS = {
+    GIT_DOC.name: BENCH / "questions-git.yaml",
+    PG_DOC.name: BENCH / "questions-pg.yaml",
+    KB.name: BENCH / "questions-kb.yaml",
+}
 
 
 def pages(folder: Path, suffixes: tuple[str, ...] = HTML) -> list[Path]:
@@ -224,7 +228,7 @@ def main() -> int:
         html_pages = pages(docset.folder)
         mb = sum((docset.folder / p).stat().st_size for p in html_pages) / 1e6
         print(f"{docset.name}: {len(html_pages):,} HTML pages, {mb:.1f} MB in {docset.folder}")
-    for docset in (GIT_DOC, KB):
+    for docset in (GIT_DOC, PG_DOC, KB):
         qfile = QUESTIONS[docset.name]
         questions = load_questions(qfile)
         if not docset.installed:
