@@ -254,17 +254,38 @@ def _print_eval(report: EvalReport) -> None:
     console.print(Text(f"eval: {verdict}"))
 
 
+def _questions_or_usage(questions: Path | None, stray: list[str]) -> Path:
+    """The questions file of a rules eval; a usage error without one, or with a flag that
+    only a golden eval takes."""
+    from cli.runtime.wiring import CliError
+
+    if stray:
+        raise CliError(
+            f"{stray[0]} only goes with --golden FILE",
+            ExitCode.USAGE,
+            fix="support-ask eval --golden golden.yaml --articles FOLDER --offline",
+        )
+    if questions is None:
+        raise CliError(
+            "eval needs a questions file, or --golden FILE",
+            ExitCode.USAGE,
+            fix="support-ask eval questions.yaml --articles FOLDER, or "
+            "support-ask eval --golden golden.yaml --articles FOLDER --offline",
+        )
+    return questions
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_(
         questions: Annotated[
-            Path,
+            Path | None,
             typer.Argument(
                 help="Questions: a text file (one a line) or YAML with expectations "
-                "({question, covered, expect_contains}).",
+                "({question, covered, expect_contains}); not with --golden.",
                 show_default=False,
             ),
-        ],
+        ] = None,
         articles: Annotated[
             list[Path] | None,
             typer.Option(
@@ -313,6 +334,60 @@ def register(app: typer.Typer) -> None:
                 help="Leave out deployments whose key is not set (else they fail the eval).",
             ),
         ] = False,
+        golden: Annotated[
+            Path | None,
+            typer.Option(
+                "--golden",
+                metavar="FILE",
+                help="A golden set (YAML or JSON Lines: question, articles, answerable): "
+                "measure retrieval and the relevance floor instead.",
+                show_default=False,
+            ),
+        ] = None,
+        offline: Annotated[
+            bool,
+            typer.Option("--offline", help="With --golden: ask no deployment (retrieval only)."),
+        ] = False,
+        sweep: Annotated[
+            bool,
+            typer.Option("--sweep", help="With --golden: show what each relevance floor would do."),
+        ] = False,
+        min_recall: Annotated[
+            float | None,
+            typer.Option(
+                "--min-recall",
+                metavar="SHARE",
+                help="With --golden: exit 4 below this share of answering articles found.",
+                show_default=False,
+            ),
+        ] = None,
+        min_handoff_recall: Annotated[
+            float | None,
+            typer.Option(
+                "--min-handoff-recall",
+                metavar="SHARE",
+                help="With --golden: exit 4 below this share of unanswerable ones handed off.",
+                show_default=False,
+            ),
+        ] = None,
+        max_false_handoffs: Annotated[
+            float | None,
+            typer.Option(
+                "--max-false-handoffs",
+                metavar="SHARE",
+                help="With --golden: exit 4 above this share of answerable ones handed off.",
+                show_default=False,
+            ),
+        ] = None,
+        max_article_tokens: Annotated[
+            str | None,
+            typer.Option(
+                "--max-article-tokens",
+                metavar="N|all",
+                help="With --golden: the passages' budget, as for ask (else articles.max_tokens).",
+                show_default=False,
+            ),
+        ] = None,
         quiet: Annotated[
             bool, typer.Option("--quiet", "-q", help="No progress or warnings on stderr.")
         ] = False,
@@ -322,16 +397,48 @@ def register(app: typer.Typer) -> None:
 
         Asks each deployment every question alone (no fallback), with the same prompt,
         shows the answers side by side and checks each: word limit, plain text, no AI
-        names, not-covered reply with a ticket. Exits 4 on any violation."""
+        names, not-covered reply with a ticket. Exits 4 on any violation.
+
+        With --golden FILE --offline: each question's selection and relevance, as ask
+        makes them; recall, handoff recall and false handoffs; exits 4 past a threshold."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 
         diag = Diag(quiet=quiet)
+        if golden is not None:
+            from cli.commands.golden_cmd import run_golden_command
+            from gateway.observe.retrieval import Thresholds
+
+            guarded(
+                diag,
+                debug,
+                lambda: run_golden_command(
+                    golden_path=golden,
+                    questions_path=questions,
+                    articles=tuple(articles or ()),
+                    config_flag=config,
+                    max_article_tokens=max_article_tokens,
+                    offline=offline,
+                    sweep=sweep,
+                    thresholds=Thresholds(min_recall, min_handoff_recall, max_false_handoffs),
+                    as_json=as_json,
+                    diag=diag,
+                ),
+            )
+        golden_only = {
+            "--offline": offline,
+            "--sweep": sweep,
+            "--min-recall": min_recall is not None,
+            "--min-handoff-recall": min_handoff_recall is not None,
+            "--max-false-handoffs": max_false_handoffs is not None,
+            "--max-article-tokens": max_article_tokens is not None,
+        }
+        stray = [flag for flag, given in golden_only.items() if given]
         guarded(
             diag,
             debug,
             lambda: run_eval_command(
-                questions_path=questions,
+                questions_path=_questions_or_usage(questions, stray),
                 articles=tuple(articles or ()),
                 config_flag=config,
                 deployments=tuple(deployment or ()),
