@@ -4,12 +4,12 @@ words of the conversation before it, each part weighted.
 A follow-up ("it says it expired, how long does it last?") does not name what it is
 about; the customer's earlier messages and the agent's last reply do. Their words join the
 query at a lower weight, and a longer earlier message spreads its weight over its words
-(its weight times the current message's word count over its own, at most its weight), so
-no earlier message outweighs the current one: when the customer changes the subject
-("and where is my invoice?"), the new subject wins. A word repeated in the conversation
-counts at the highest weight it has. The ranker (`gateway.knowledge.rank`) multiplies
-each term's idf by its weight; a plain question is one part of weight 1, scored exactly
-as before.
+(its weight times the current message's word count, at least `FLOOR`, over its own, at
+most its weight), so no earlier message outweighs the current one: when the customer
+changes the subject ("and where is my invoice?"), the new subject wins. A word repeated
+in the conversation counts at the highest weight it has. The ranker
+(`gateway.knowledge.rank`) multiplies each term's idf by its weight; a plain question is
+one part of weight 1, scored exactly as before.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from gateway.model import Role, Turn
 # Chosen on the follow-up benchmark (bench/run quality): see bench/RESULTS.md.
 EARLIER_CUSTOMER = 0.5  # the customer's earlier messages
 LAST_AGENT = 0.35  # the agent's last reply, which names what was already suggested
+# A follow-up of one or two words ("how?", "what's the command?") counts as three: the
+# chat must still say what it is about.
+FLOOR = 3
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class Query:
         for text, weight in self.parts:
             terms = query_terms(text)
             if not current:
-                current = len(terms)
+                current = max(len(terms), FLOOR)
             elif terms:
                 weight *= min(1.0, current / len(terms))
             for term in terms:

@@ -60,3 +60,9 @@ def test_a_word_said_earlier_and_now_counts_at_its_highest_weight() -> None:
     assert weights["forgot"] == EARLIER_CUSTOMER
     # The agent's reply has twice as many: its weight spread over them.
     assert weights["email"] == LAST_AGENT * 3 / 8
+
+
+def test_a_follow_up_of_one_word_still_takes_the_chats_subject() -> None:
+    weights = Query.of_chat("how?", THREAD).weights()
+    assert weights["forgot"] == EARLIER_CUSTOMER  # three words' worth, not zero
+    assert best(Query.of_chat("what's the command?", THREAD)) == "account/reset.md"
