@@ -1,9 +1,9 @@
 """The one error classifier: HTTP status + headers + error body, or a transport exception,
-become a `Failure` (a kind and a decision).
+become a `Failure` (a kind, and the decision the engine's table gives that kind unless the
+server said otherwise: `gateway.engine.table`).
 
-Everything that decides is data, read top to bottom in precedence order:
+Everything that decides the kind is data, read top to bottom in precedence order:
 
-- `POLICY`: each kind's default decision and whether it cools the deployment down;
 - `_body_rules()`: what the body's type/code/status/reason fields or message text prove,
   whatever the HTTP status (refusal, quota, context window, auth, model not found);
 - `_STATUS_KINDS`: what the HTTP status (or an error code embedded in a 200 stream) means
@@ -12,9 +12,10 @@ Everything that decides is data, read top to bottom in precedence order:
   an unlisted status);
 - `_exception_kinds()` / `_connect_causes()`: transport exceptions.
 
-The engine imports this module for `cools_down` on every run, and a question that goes well
-classifies nothing. So the tables that hold regexes or name httpx's exceptions are built by
-cached functions on first use: importing the module compiles no regex and loads no httpx.
+A question that goes well classifies nothing and never imports this module; one that fails
+classifies a reply or two. So the tables that hold regexes or name httpx's exceptions are
+built by cached functions on first use: importing the module compiles no regex and loads no
+httpx.
 
 Sources for every rule are in /work/shared/provider-reference.md (sections 1 and 7) and the
 cases in tests/gateway/classify/test_errors.py.
@@ -30,68 +31,9 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
+from gateway.engine.table import TABLE
 from gateway.model import Decision, ErrorKind, Failure
 from gateway.secrets.shapes import redact_text
-
-# --------------------------------------------------------------------------- the policy
-
-
-@dataclass(frozen=True)
-class KindPolicy:
-    """What a kind means to the engine.
-
-    `decision` is the default; `cools_down` says whether giving up on the deployment for this
-    kind (retries spent, or an immediate fail-over) puts it in cooldown.
-    """
-
-    decision: Decision
-    cools_down: bool
-
-
-POLICY: Mapping[ErrorKind, KindPolicy] = MappingProxyType(
-    {
-        # Transient: retry the same deployment; cool it down once its retries are spent.
-        ErrorKind.RATE_LIMIT: KindPolicy(Decision.RETRY, cools_down=True),
-        ErrorKind.OVERLOADED: KindPolicy(Decision.RETRY, cools_down=True),
-        ErrorKind.SERVER: KindPolicy(Decision.RETRY, cools_down=True),
-        ErrorKind.TIMEOUT: KindPolicy(Decision.RETRY, cools_down=True),
-        ErrorKind.NETWORK: KindPolicy(Decision.RETRY, cools_down=True),
-        # Unknown retries too: an error we cannot read must not retire a healthy deployment
-        # for long, so it gets the same timed cooldown as any transient failure.
-        ErrorKind.UNKNOWN: KindPolicy(Decision.RETRY, cools_down=True),
-        # This deployment cannot serve anyone until a human acts (or a quota resets).
-        ErrorKind.QUOTA: KindPolicy(Decision.FAIL_OVER, cools_down=True),
-        ErrorKind.AUTH: KindPolicy(Decision.FAIL_OVER, cools_down=True),
-        ErrorKind.MODEL_NOT_FOUND: KindPolicy(Decision.FAIL_OVER, cools_down=True),
-        # The input is at fault, not the deployment: try a bigger window, keep this one warm.
-        ErrorKind.CONTEXT_WINDOW: KindPolicy(Decision.FAIL_OVER, cools_down=False),
-        # No deployment can fix these; a refusal is the answer.
-        ErrorKind.BAD_REQUEST: KindPolicy(Decision.FATAL, cools_down=False),
-        ErrorKind.REFUSAL: KindPolicy(Decision.FATAL, cools_down=False),
-        # A 200 that is not a usable answer. Cut short by the output limit: the same input
-        # would be cut the same way here (a reasoning model spends the limit thinking, a
-        # verbose one runs past it), and another model may well finish inside it, so fail
-        # over, and keep this healthy deployment warm.
-        ErrorKind.OUTPUT_LIMIT: KindPolicy(Decision.FAIL_OVER, cools_down=False),
-        # No text at all: a known intermittent glitch (Gemini's content-less candidate), so
-        # worth a retry, and a cooldown once the retries keep getting nothing.
-        ErrorKind.EMPTY: KindPolicy(Decision.RETRY, cools_down=True),
-    }
-)
-
-
-# Kinds that come from reading a 2xx answer (`policy.judge`), never from an error reply.
-ANSWER_KINDS = frozenset({ErrorKind.OUTPUT_LIMIT, ErrorKind.EMPTY})
-
-
-def default_decision(kind: ErrorKind) -> Decision:
-    return POLICY[kind].decision
-
-
-def cools_down(kind: ErrorKind) -> bool:
-    """Does giving up on a deployment for this kind cool it down (shared, timed skip)?"""
-    return POLICY[kind].cools_down
-
 
 # ------------------------------------------------------------------------------ the rules
 
@@ -565,7 +507,7 @@ def classify_response(
     signals = _read_body(body)
     effective = status if status >= 400 else signals.embedded_status
     kind, proven = _kind_for(signals, effective)
-    decision = default_decision(kind)
+    decision = TABLE[kind].decision
 
     should_retry = (header_value(headers, "x-should-retry") or "").strip().lower()
     if should_retry == "true" and not proven:
@@ -635,7 +577,7 @@ def classify_stream_error(payload: object, *, now: float) -> Failure:
     retry_after = _body_delay(signals)
     return Failure(
         kind=kind,
-        decision=default_decision(kind),
+        decision=TABLE[kind].decision,
         detail=_detail(status, signals, retry_after),
         status=status,
         retry_after=retry_after,
@@ -731,7 +673,7 @@ def _exception_text(exc: BaseException) -> str:
 def _transport_failure(kind: ErrorKind, label: str, text: str) -> Failure:
     cleaned = _shorten(redact_text(text))
     detail = f"{label}: {cleaned}" if cleaned and cleaned.lower() != label.lower() else label
-    return Failure(kind=kind, decision=default_decision(kind), detail=detail)
+    return Failure(kind=kind, decision=TABLE[kind].decision, detail=detail)
 
 
 # ------------------------------------------------------------------------------ details
@@ -766,13 +708,9 @@ def _detail(status: int | None, signals: _Signals, retry_after: float | None) ->
 
 __all__ = [
     "DETAIL_MESSAGE_LIMIT",
-    "POLICY",
     "Field",
-    "KindPolicy",
     "Rule",
     "classify_exception",
     "classify_response",
     "classify_stream_error",
-    "cools_down",
-    "default_decision",
 ]

@@ -1,13 +1,14 @@
-"""Which keys a deployment calls with, in which order, and which failures are a key's.
+"""Which keys a deployment calls with, in which order, and what their records are named.
 
 A deployment may name several key variables (`api_key_env: [A, B]`). Each key is its own
 credential: a failure that belongs to the key (a bad key, an exhausted quota or billing,
-a rate limit on that key) cools the key, and the deployment's next key is tried at once;
-a failure that belongs to the provider (5xx, overloaded, a timeout, the network) cools
-the deployment. A key's failure cools the pair (deployment, key), never the variable for
-every deployment naming it: providers count rate limits per model (and per deployment on
-Azure), and even a 401 or an exhausted quota seen at one endpoint is only a guess about
-another, one that would cost the customer the answer while checking costs one fast call.
+a rate limit on that key: `key_scoped` in `gateway.engine.table`) cools the key, and the
+deployment's next key is tried at once; a failure that belongs to the provider (5xx,
+overloaded, a timeout, the network) cools the deployment. A key's failure cools the pair
+(deployment, key), never the variable for every deployment naming it: providers count
+rate limits per model (and per deployment on Azure), and even a 401 or an exhausted quota
+seen at one endpoint is only a guess about another, one that would cost the customer the
+answer while checking costs one fast call.
 
 A key is named by its environment variable, never by its value: `key:primary/OPENAI_API_KEY`
 in the state, `OPENAI_API_KEY` in the attempts. A record bound to a key also keeps its
@@ -21,16 +22,12 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from gateway.config import Config, Deployment, KeyStrategy
-from gateway.model import ErrorKind
 from gateway.secrets.key import KeyValueError, Secret, read_key
 
 KEY_PREFIX = "key:"
 # Deployment names are letters, digits, '-', '_' and '.', variables never hold '/': the
 # pair's name splits back unambiguously.
 _PAIR = "/"
-
-# The failures that are the key's, not the provider's: another key may well work now.
-KEY_SCOPED = frozenset({ErrorKind.AUTH, ErrorKind.QUOTA, ErrorKind.RATE_LIMIT})
 # (Key and Keys are NamedTuples, not dataclasses: every question imports this module.)
 
 
@@ -79,11 +76,6 @@ def obsolete(name: str) -> bool:
     deployment naming it). Never honoured: it would keep a fallback on the same key shut
     for up to an hour after the upgrade, and dropping one costs at most one call."""
     return name.startswith(KEY_PREFIX) and _PAIR not in name
-
-
-def key_scoped(kind: ErrorKind) -> bool:
-    """Whether a failure of this kind is the key's (cool the key, try the next one)."""
-    return kind in KEY_SCOPED
 
 
 def variables(deployment: Deployment) -> tuple[str, ...]:

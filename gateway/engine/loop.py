@@ -32,6 +32,7 @@ from gateway.engine.policy import (
     plan_route,
     window_shortfall,
 )
+from gateway.engine.table import TABLE
 from gateway.model import (
     Attempt,
     Cooldown,
@@ -394,7 +395,7 @@ class _Question:
             keys_fault = (
                 step.outcome is Outcome.FAIL_OVER
                 and turn.key is not None
-                and credentials.key_scoped(ending.failure.kind)
+                and TABLE[ending.failure.kind].key_scoped
             )
             note = step.note
             if wrote:

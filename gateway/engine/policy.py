@@ -2,7 +2,8 @@
 
 No I/O and no clock reads: the engine passes in the time, the budget and the random draw,
 then carries out the returned step. Every rule about retrying, failing over, cooling down
-and routing lives here, so it can be read (and tested) in one place.
+and routing lives here, over what each kind of failure means (`gateway.engine.table`), so
+it can be read (and tested) in one place.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from gateway.config import Config, Deployment, Policy
 from gateway.engine.backoff import Budget, backoff_delay
+from gateway.engine.table import TABLE
 from gateway.model import (
     CooldownBasis,
     Decision,
@@ -41,20 +43,6 @@ class Step:
     note: str = ""
 
 
-# Kinds that clear by themselves: when they are why a deployment could not answer, the
-# question as a whole is "try again later" rather than "broken".
-TRANSIENT_KINDS = frozenset(
-    {
-        ErrorKind.RATE_LIMIT,
-        ErrorKind.OVERLOADED,
-        ErrorKind.SERVER,
-        ErrorKind.TIMEOUT,
-        ErrorKind.NETWORK,
-        ErrorKind.UNKNOWN,
-    }
-)
-
-
 def _cooldown_for(failure: Failure, policy: Policy) -> float | None:
     """How long giving up on `failure` cools the deployment (or key), None: not at all.
 
@@ -63,9 +51,7 @@ def _cooldown_for(failure: Failure, policy: Policy) -> float | None:
     out for a week). A billing or quota failure with no reset named is not over in a
     minute: it cools for quota_cooldown, so every invocation does not hit it again.
     """
-    from gateway.classify.errors import cools_down  # the classifier's table, off an answer's path
-
-    if not cools_down(failure.kind):
+    if not TABLE[failure.kind].cools:
         return None
     if failure.retry_after is not None and failure.retry_after > 0:
         return min(policy.max_cooldown, max(policy.cooldown, failure.retry_after))
@@ -107,7 +93,7 @@ def next_step(
         return Step(Outcome.FATAL)
     if failure.decision is Decision.FAIL_OVER:
         return Step(Outcome.FAIL_OVER, cooldown=_cooldown_for(failure, policy))
-    transient = failure.kind in TRANSIENT_KINDS
+    transient = TABLE[failure.kind].transient
     if failure.kind is ErrorKind.TIMEOUT and alternatives:
         # Slow or silent right now: a second try would most likely cost the customer the
         # same wait again, while the next deployment may answer at once.
@@ -258,9 +244,7 @@ def judge(
     if (wrote or (partial and reply is None)) and not restartable:
         # A retry would repeat what the customer already read, a fallback would splice two
         # answers: report the break and keep what was written.
-        from gateway.classify.errors import cools_down
-
-        cooldown = policy.cooldown if cools_down(result.kind) else None
+        cooldown = policy.cooldown if TABLE[result.kind].cools else None
         return Stopped(result, partial, cooldown, reply)
     step = next_step(
         result,
@@ -285,7 +269,7 @@ def not_an_answer(reply: Reply) -> Failure | None:
 
     An answer cut short by the output limit or the window misleads as if it were whole;
     one with no text (or only whitespace) says nothing. Both are failures, decided from
-    the classifier's table like any other; the reply's text is kept by the caller.
+    the table like any other; the reply's text is kept by the caller.
     """
     why = f"finish_reason {reply.finish_reason}" if reply.finish_reason else "no finish reason"
     if reply.cut_short is ErrorKind.OUTPUT_LIMIT:
@@ -300,9 +284,7 @@ def not_an_answer(reply: Reply) -> Failure | None:
 
 
 def _answer_failure(kind: ErrorKind, detail: str) -> Failure:
-    from gateway.classify.errors import default_decision
-
-    return Failure(kind, default_decision(kind), detail, status=200)
+    return Failure(kind, TABLE[kind].decision, detail, status=200)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ A line (schema `v` 1)::
 - `time` is when the question finished (UTC); all of a question's lines share it.
 - `latency_s` is the attempt's own duration; `wait_s` the backoff taken after it.
 - `cooled` says the attempt put its deployment in cooldown: it failed over with an error
-  class that cools (`gateway.classify.errors.cools_down`).
+  class that cools (`cools` in `gateway.engine.table`).
 - `first` is the first deployment of the question's route (the first normal deployment,
   or the long-context one when the input was routed there); a question served by any
   other deployment was served by a fallback.
@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from gateway.config import Config, LogSettings
+from gateway.engine.table import TABLE
 from gateway.model import Attempt, Outcome, Result, Route, Status, Turn
 
 try:
@@ -129,9 +130,7 @@ def format_time(epoch: float) -> str:
 def _cooled(attempt: Attempt) -> bool:
     if attempt.decision is not Outcome.FAIL_OVER or attempt.error_class is None:
         return False
-    from gateway.classify.errors import cools_down  # the one table says which failures cool
-
-    return cools_down(attempt.error_class)
+    return TABLE[attempt.error_class].cools
 
 
 def _served_by(result: Result) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from gateway.engine.table import TABLE
 from gateway.model import ErrorKind, Failure, ProviderError, Reply, Timer
 from gateway.secrets.shapes import redact_text
 
@@ -17,12 +18,10 @@ def protocol_failure(kind: ErrorKind, detail: str) -> ProviderError:
     """A failure the wire protocol itself proves (no HTTP error to classify): a 2xx body
     that is not JSON, a stream cut before its end marker, the attempt's deadline.
 
-    The kind is what the protocol says happened; what to do about it stays the
-    classifier's table (`errors.default_decision`), so nothing is decided here.
+    The kind is what the protocol says happened; what to do about it is the engine's
+    table's (`gateway.engine.table`), so nothing is decided here.
     """
-    from gateway.classify import errors
-
-    return ProviderError(Failure(kind, errors.default_decision(kind), redact_text(detail)))
+    return ProviderError(Failure(kind, TABLE[kind].decision, redact_text(detail)))
 
 
 def stream_error(payload: object, *, now: float) -> ProviderError:

@@ -21,11 +21,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "gateway.secrets.key",
     ),
     # rules over that vocabulary: configuration, classification, counting, the run's
-    # secrets cut out of what it writes, and what an answer is made of (masking the
-    # customer's data, their language, the thread)
+    # secrets cut out of what it writes, what an answer is made of (masking the
+    # customer's data, their language, the thread), and what each failure kind means (the
+    # engine's table, which the classifier reads too)
     (
         "gateway.config",
         "gateway.classify",
+        "gateway.engine.table",
         "gateway.tokens",
         "gateway.secrets",
         "prompts",

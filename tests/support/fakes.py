@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gateway.classify.errors import default_decision
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
+from gateway.engine.table import TABLE
 from gateway.model import (
     ErrorKind,
     Failure,
@@ -122,7 +122,7 @@ def failure(
     """A failure as the classifier would report it for `kind` (its decision from the one table)."""
     return Failure(
         kind=kind,
-        decision=default_decision(kind),
+        decision=TABLE[kind].decision,
         detail=detail or f"simulated {kind}",
         status=_STATUS[kind],
         retry_after=retry_after,

@@ -22,15 +22,12 @@ import httpx
 import pytest
 
 from gateway.classify.errors import (
-    ANSWER_KINDS,
     DETAIL_MESSAGE_LIMIT,
-    POLICY,
     classify_exception,
     classify_response,
     classify_stream_error,
-    cools_down,
-    default_decision,
 )
+from gateway.engine.table import TABLE
 from gateway.model import Decision, ErrorKind, Failure
 from gateway.secrets.shapes import PLACEHOLDER
 
@@ -1423,7 +1420,7 @@ STREAM_CASES = [
 def test_classify_stream_error(payload: object, kind: ErrorKind, status: int | None) -> None:
     failure = classify_stream_error(payload, now=NOW)
     assert failure.kind is kind, failure.detail
-    assert failure.decision is default_decision(kind)
+    assert failure.decision is TABLE[kind].decision
     assert failure.status == status  # never the stream's 200
 
 
@@ -1527,7 +1524,7 @@ EXCEPTION_CASES = [
 def test_classify_exception(exc: BaseException, kind: ErrorKind, detail_start: str) -> None:
     failure = classify_exception(exc)
     assert failure.kind is kind
-    assert failure.decision is default_decision(kind)
+    assert failure.decision is TABLE[kind].decision
     assert failure.detail.startswith(detail_start), failure.detail
     assert failure.status is None
 
@@ -1592,42 +1589,15 @@ def test_real_server_disconnect_on_loopback(hang_up_server: int) -> None:
     assert (failure.kind, failure.decision) == (K.NETWORK, RETRY)
 
 
-# ------------------------------------------------------------------------------ the table
-
-# The design's table ("Error classification"): kind -> (decision, cools the deployment down).
-DESIGN_TABLE = {
-    K.RATE_LIMIT: (RETRY, True),
-    K.OVERLOADED: (RETRY, True),
-    K.SERVER: (RETRY, True),
-    K.TIMEOUT: (RETRY, True),
-    K.NETWORK: (RETRY, True),
-    K.QUOTA: (FAIL, True),
-    K.AUTH: (FAIL, True),
-    K.MODEL_NOT_FOUND: (FAIL, True),
-    K.CONTEXT_WINDOW: (FAIL, False),
-    K.BAD_REQUEST: (FATAL, False),
-    K.REFUSAL: (FATAL, False),
-    K.UNKNOWN: (RETRY, True),
-    # Not in the design's table: answers that are not answers (issue 12).
-    K.OUTPUT_LIMIT: (FAIL, False),
-    K.EMPTY: (RETRY, True),
-}
-
-
-def test_the_table_covers_every_kind() -> None:
-    assert set(POLICY) == set(ErrorKind)
-
-
-@pytest.mark.parametrize("kind", list(ErrorKind), ids=str)
-def test_the_table_matches_the_design(kind: ErrorKind) -> None:
-    assert (default_decision(kind), cools_down(kind)) == DESIGN_TABLE[kind]
+# ------------------------------------------------------------------------------ the cases
 
 
 def test_the_cases_exercise_every_kind() -> None:
     seen = {p.values[0].kind for p in RESPONSE_CASES}
     seen |= {p.values[1] for p in STREAM_CASES}
     seen |= {p.values[1] for p in EXCEPTION_CASES}
-    assert seen == set(ErrorKind) - ANSWER_KINDS  # those are read from a 200's answer
+    # Those read from a 200's answer are not the classifier's to find.
+    assert seen == set(ErrorKind) - {k for k, row in TABLE.items() if row.from_answer}
 
 
 def test_the_cases_cover_every_provider() -> None:
@@ -1651,8 +1621,8 @@ def test_failure_is_the_models_record() -> None:
     assert isinstance(failure, Failure)
 
 
-# The engine imports this module on every run (for `cools_down`), and a question that goes
-# well classifies nothing: the import must compile none of the table's regexes and load no
+# A question that goes well classifies nothing, and one that fails imports this module to
+# classify a reply or two: the import must compile none of the rules' regexes and load no
 # httpx (an offline `local` question never needs it). Checked in a fresh interpreter, with
 # `re.compile` counting the calls made from gateway.classify.errors itself.
 _IMPORT_PROBE = """
@@ -1666,8 +1636,6 @@ def counting(pattern, flags=0):
     return real_compile(pattern, flags)
 re.compile = counting
 import gateway.classify.errors as errors
-from gateway.model import ErrorKind
-assert errors.cools_down(ErrorKind.RATE_LIMIT) and errors.POLICY
 print(len(calls), "httpx" in sys.modules)
 failure = errors.classify_response(400, {}, b'{"error": {"code": "content_filter"}}', now=0)
 print(len(calls) > 0, failure.kind)
