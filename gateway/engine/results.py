@@ -1,0 +1,216 @@
+"""How a question ends: each deployment's verdict when it did not answer, and the result.
+
+A question ends with the attempt that answered, refused, stopped or hit a request no
+deployment can fix (`policy.Ending`), or with every deployment's verdict: why it did not
+answer. The verdicts decide what the customer is told: too large for every window, try
+again later (each one is cooling down, out of time, or failed in a way that clears by
+itself), or no deployment could answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from typing import NamedTuple
+
+from gateway.config import Deployment
+from gateway.engine.fitting import Fitting
+from gateway.engine.policy import Answered, Ending, Fatal, Refused, Stopped
+from gateway.model import (
+    Attempt,
+    DeploymentError,
+    ErrorKind,
+    Failure,
+    FailureKind,
+    QuestionError,
+    Refusal,
+    RefusedBy,
+    Reply,
+    Result,
+    Status,
+    Usage,
+)
+from gateway.seams import Clock
+
+
+class Reason(Enum):
+    """Why a deployment did not answer."""
+
+    TOO_SMALL = "too small"  # its window cannot hold the input, not even compacted
+    OVERFLOWED = "overflowed"  # it reported that the input overflowed its window
+    NO_KEY = "no key"  # no usable key: not set, or not a key
+    COOLING = "cooling"  # cooling down, or another invocation is sending its one probe
+    HELD = "held"  # cooled by another question of this process since this one began
+    OUT_OF_TIME = "out of time"  # the budget ran out before (or while) it could be called
+    FAILED_FOR_NOW = "failed for now"  # its last call failed in a way that clears by itself
+    FAILED = "failed"  # its last call failed
+
+
+# Reasons that could clear by themselves: when they are all there is, "retry later".
+_TRANSIENT = frozenset({Reason.COOLING, Reason.HELD, Reason.OUT_OF_TIME, Reason.FAILED_FOR_NOW})
+
+
+class Verdict(NamedTuple):
+    """How one deployment ended when it did not answer. (A NamedTuple: every question
+    imports this module, and defining one costs a fifth of a frozen dataclass.)"""
+
+    reason: Reason
+    detail: str  # its line in the question's error
+    kind: ErrorKind | None = None  # what its last call failed with, when it was called
+
+    @property
+    def transient(self) -> bool:
+        return self.reason in _TRANSIENT
+
+
+class Results:
+    """Builds one question's result from what it sent and what it recorded."""
+
+    def __init__(
+        self, fitting: Fitting, attempts: Sequence[Attempt], clock: Clock, start: float
+    ) -> None:
+        self.fitting = fitting
+        self.attempts = attempts
+        self.clock = clock
+        self.start = start
+
+    def ended(self, d: Deployment, ending: Ending) -> Result:
+        """The result of the attempt of `d` that ended the question."""
+        match ending:
+            case Answered(reply=reply):
+                return self.result(Status.ANSWERED, d, answer=reply.text, reply=reply)
+            case Refused(text=text, by=by, reply=reply):
+                # The model's refusal is its answer, as is; the provider's filter wrote
+                # none, and its explanation is no answer to show the customer.
+                return self.result(
+                    Status.REFUSED,
+                    d,
+                    answer=text if by is RefusedBy.MODEL else None,
+                    reply=reply,
+                    refusal=Refusal(by, text),
+                )
+            case Stopped(failure=failure, partial=partial, reply=reply):
+                verb = "was cut short" if reply is not None else "broke off"
+                error = QuestionError(
+                    FailureKind.INCOMPLETE,
+                    f"the answer from {d.name} {verb}: {failure.detail}",
+                    (DeploymentError(d.name, failure.detail),),
+                )
+                return self.result(
+                    Status.FAILED, d, answer=partial, reply=reply, error=error, incomplete=True
+                )
+            case Fatal(failure=failure):
+                error = QuestionError(
+                    FailureKind.BAD_REQUEST,
+                    f"{d.name} rejected the request as malformed: {failure.detail}",
+                    (DeploymentError(d.name, failure.detail),),
+                )
+                return self.result(Status.FATAL, d, error=error)
+        raise AssertionError(f"not an ending of the question: {ending!r}")
+
+    def failed(
+        self,
+        verdicts: Mapping[str, Verdict],
+        shown: tuple[Deployment, str, Failure] | None,
+        kept: tuple[Deployment, Reply, Failure] | None,
+    ) -> Result:
+        """The result when no deployment answered: `shown` is a broken attempt whose text
+        is on the customer's screen, `kept` the first cut-short reply."""
+        lines = tuple(DeploymentError(name, v.detail) for name, v in verdicts.items())
+        if shown is not None:
+            # No restart came: what the customer reads is the broken attempt's text.
+            d, text, failure = shown
+            error = QuestionError(
+                FailureKind.INCOMPLETE,
+                f"the answer from {d.name} broke off ({failure.detail}) and no other "
+                "attempt could answer",
+                lines,
+            )
+            return self.result(Status.FAILED, d, answer=text, error=error, incomplete=True)
+        if kept is not None:
+            # Nothing better came: the cut-short answer, never passed off as a whole one.
+            d, reply, failure = kept
+            error = QuestionError(
+                FailureKind.INCOMPLETE,
+                f"the only answer, from {d.name}, was cut short: {failure.detail}",
+                lines,
+            )
+            return self.result(
+                Status.FAILED, d, answer=reply.text, reply=reply, error=error, incomplete=True
+            )
+        # Every deployment has a verdict by now (tried, skipped, or dropped after an
+        # overflow, with its reason): "too large" is said only when each one says so.
+        too_large = (Reason.TOO_SMALL, Reason.OVERFLOWED)
+        if verdicts and all(v.reason in too_large for v in verdicts.values()):
+            error = QuestionError(
+                FailureKind.TOO_LARGE,
+                f"the input ({self.fitting.plan.input_tokens:,} tokens) is too large for "
+                "every deployment: each overflowed or has a smaller window",
+                lines,
+            )
+            return self.result(Status.FATAL, None, error=error)
+        transient = [v for v in verdicts.values() if v.transient]
+        if transient and all(v.transient or v.reason is Reason.NO_KEY for v in verdicts.values()):
+            error = QuestionError(FailureKind.UNAVAILABLE, _unavailable(verdicts), lines)
+        else:
+            error = QuestionError(FailureKind.EXHAUSTED, "no deployment could answer", lines)
+        return self.result(Status.FAILED, None, error=error)
+
+    def result(
+        self,
+        status: Status,
+        d: Deployment | None,
+        *,
+        answer: str | None = None,
+        reply: Reply | None = None,
+        error: QuestionError | None = None,
+        incomplete: bool = False,
+        refusal: Refusal | None = None,
+    ) -> Result:
+        """The question's result; `reply` is the one whose text is `answer`, if any."""
+        model = None if reply is None else reply.model
+        sent, input_tokens, exact = self.fitting.sent(d)
+        return Result(
+            status=status,
+            answer=answer,
+            deployment=None if d is None else d.name,
+            provider=None if d is None else str(d.provider),
+            model=model or (None if d is None else d.model),
+            routed=self.fitting.plan.route,
+            input_tokens=input_tokens,
+            input_tokens_exact=exact,
+            elapsed_s=self.clock.monotonic() - self.start,
+            attempts=tuple(self.attempts),
+            error=error,
+            incomplete=incomplete,
+            finish_reason=None if reply is None else reply.finish_reason,
+            refusal=refusal,
+            usage=Usage() if reply is None else Usage.of(reply),
+            articles=sent.sources,
+            turns=len(sent.turns),
+            turns_left_out=sent.turns_left_out,
+            turn_tokens=sent.turn_tokens,
+            language=sent.language,
+        )
+
+
+def _unavailable(verdicts: Mapping[str, Verdict]) -> str:
+    """Exit 75's one line, saying what happened to each deployment and no more: "cooling
+    down" only for one that is, "no time left" only when the budget ran out."""
+
+    def named(which: list[str], says: str) -> str:
+        verb = "is" if len(which) == 1 else "are"
+        return f"{', '.join(which)} {says.format(verb=verb)}"
+
+    def having(reason: Reason) -> list[str]:
+        return [name for name, v in verdicts.items() if v.reason is reason]
+
+    cooling, late, unset = having(Reason.COOLING), having(Reason.OUT_OF_TIME), having(Reason.NO_KEY)
+    failed = [(name, v.kind) for name, v in verdicts.items() if v.reason is Reason.FAILED_FOR_NOW]
+    parts = [
+        *([named(cooling, "{verb} cooling down")] if cooling else []),
+        *(f"{name} failed ({kind})" for name, kind in failed),
+        *([named(late, "had no time left in the budget")] if late else []),
+        *([named(unset, "cannot be called (no key)")] if unset else []),
+    ]
+    return "no deployment can answer for now: " + "; ".join(parts) + "; retry later"
