@@ -48,9 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 LONG = 600  # lines; a longer module says why in its docstring ("... is long because ...")
 
 # Left over from before the layout, each to be taken apart (and then struck off here):
-# one module holds more than one job.
-KNOWN_UPWARD: set[tuple[str, str]] = set()
-# nothing left.
+# nothing is left.
 KNOWN_UPWARD: set[tuple[str, str]] = set()
 KNOWN_LONG: set[str] = set()
 
