@@ -53,7 +53,7 @@ def _pages(index: Any, query: Any, folder: Path) -> set[str]:
 
 def _measure(ctx: Context, docset: DocSet, questions: Path) -> list[Row]:
     from gateway.knowledge.centre import open_centre
-    from gateway.knowledge.files import Limits
+    from gateway.knowledge.files import ArticleCaps
     from gateway.knowledge.query import Query
     from gateway.model import Role, Turn
 
@@ -61,7 +61,7 @@ def _measure(ctx: Context, docset: DocSet, questions: Path) -> list[Row]:
     copy_pages(docset.folder, folder, docset.suffixes)
     cache = ctx.folder(f"followups-{docset.name}-cache")
     index = open_centre(
-        [folder], limits=Limits(), cache_dir=lambda: cache, whole=False,
+        [folder], limits=ArticleCaps(), cache_dir=lambda: cache, whole=False,
         warn=lambda _: None, keep=True,
     )  # fmt: skip
     items = _load(questions)

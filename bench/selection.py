@@ -48,11 +48,11 @@ def costs(
     """Seconds per question for the tool's selection and (when there is one) the
     baseline's, over `repeats` passes of every question."""
     from gateway.knowledge.centre import open_centre
-    from gateway.knowledge.files import Limits
+    from gateway.knowledge.files import ArticleCaps
     from gateway.knowledge.select import select
 
     index = open_centre(
-        [folder], limits=Limits(), cache_dir=lambda: cache, whole=False, warn=lambda _: None,
+        [folder], limits=ArticleCaps(), cache_dir=lambda: cache, whole=False, warn=lambda _: None,
         keep=True,
     )  # fmt: skip
     select(questions[0].text, index, budget)  # warm: page cache, the database's first read

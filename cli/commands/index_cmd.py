@@ -20,16 +20,16 @@ from cli.runtime.common import CONFIG_HELP, duration, local_time
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
     from gateway.config import Config
-    from gateway.knowledge.files import Limits, Walked
+    from gateway.knowledge.files import ArticleCaps, Walked
 
 MB = 1_000_000
 
 
-def _limits(config: Config) -> Limits:
-    from gateway.knowledge.files import Limits
+def _limits(config: Config) -> ArticleCaps:
+    from gateway.knowledge.files import ArticleCaps
 
     a = config.articles
-    return Limits(a.max_article_bytes, a.max_set_bytes, a.max_set_files)
+    return ArticleCaps(a.max_article_bytes, a.max_set_bytes, a.max_set_files)
 
 
 def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gateway.knowledge.index import Index
     from gateway.knowledge.prompting import Prompting
     from gateway.knowledge.query import Query
-    from gateway.knowledge.store import Progress
+    from gateway.knowledge.store import RefreshProgress
     from gateway.model import Turn
     from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secrets.key import Secret
@@ -136,11 +136,11 @@ def read_articles(paths: Sequence[Path], *, warn: Warn) -> tuple[Article, ...]:
     if not paths:
         return ()
     check_exist(paths)
-    from gateway.knowledge.files import Limits, SetTooLarge
+    from gateway.knowledge.files import ArticleCaps, SetTooLarge
     from gateway.knowledge.load import ArticlesError, load_articles
 
     try:
-        articles, warnings = load_articles(paths, Limits())
+        articles, warnings = load_articles(paths, ArticleCaps())
     except SetTooLarge as exc:
         raise CliError(exc.message, ExitCode.NOINPUT) from None
     except ArticlesError as exc:
@@ -176,7 +176,7 @@ def open_help_centre(
     *,
     whole: bool,
     warn: Warn,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Callable[[RefreshProgress], None] | None = None,
     keep: bool | None = None,
 ) -> Index | None:
     """The help centre under the paths `given` (else the config's articles.paths), less
@@ -188,11 +188,11 @@ def open_help_centre(
         return None
     check_exist(paths, config=None if given else config)
     from gateway.knowledge.centre import open_centre
-    from gateway.knowledge.files import Limits, SetTooLarge
+    from gateway.knowledge.files import ArticleCaps, SetTooLarge
     from gateway.knowledge.load import ArticlesError
 
     settings = config.articles
-    limits = Limits(settings.max_article_bytes, settings.max_set_bytes, settings.max_set_files)
+    limits = ArticleCaps(settings.max_article_bytes, settings.max_set_bytes, settings.max_set_files)
     try:
         return open_centre(
             paths,

@@ -1,7 +1,7 @@
 """What the user sees while an article index is built: a rich progress bar on a terminal
 (files and MB, the current file), else one summary line when it is done.
 
-The gateway reports progress through a plain callback (`gateway.knowledge.store.Progress`);
+The gateway reports progress through a plain callback (`gateway.knowledge.store.RefreshProgress`);
 rich is only ever imported here, and only once there is something to show.
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
-    from gateway.knowledge.store import Progress
+    from gateway.knowledge.store import RefreshProgress
 
 MB = 1_000_000
 
@@ -31,9 +31,9 @@ class IndexProgress:
         self._progress: Any = None
         self._task: Any = None
         self._started = time.monotonic()
-        self.last: Progress | None = None
+        self.last: RefreshProgress | None = None
 
-    def __call__(self, event: Progress) -> None:
+    def __call__(self, event: RefreshProgress) -> None:
         self.last = event
         if not self.bar or event.files == 0:
             return
@@ -47,7 +47,7 @@ class IndexProgress:
             current=name,
         )
 
-    def _start(self, event: Progress) -> None:
+    def _start(self, event: RefreshProgress) -> None:
         from rich.progress import (
             BarColumn,
             Progress,

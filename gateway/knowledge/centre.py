@@ -12,13 +12,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.knowledge.files import Found, Limits, discover
+from gateway.knowledge.files import ArticleCaps, Found, discover
 from gateway.knowledge.index import Index, MemoryIndex
 from gateway.knowledge.load import ArticlesError, read
 from gateway.model import Article
 
 if TYPE_CHECKING:
-    from gateway.knowledge.store import Progress
+    from gateway.knowledge.store import RefreshProgress
 
 DIRECT_BYTES = 256_000
 Warn = Callable[[str], None]
@@ -42,11 +42,11 @@ def read_found(found: Sequence[Found], warn: Warn) -> tuple[Article, ...]:
 def open_centre(
     paths: Sequence[Path],
     *,
-    limits: Limits,
+    limits: ArticleCaps,
     cache_dir: Callable[[], Path],
     whole: bool,
     warn: Warn,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Callable[[RefreshProgress], None] | None = None,
     keep: bool | None = None,
     exclude: Sequence[str] = (),
 ) -> Index:
@@ -79,7 +79,7 @@ def _stored(
     found: Sequence[Found],
     cache_dir: Callable[[], Path],
     warn: Warn,
-    progress: Callable[[Progress], None] | None,
+    progress: Callable[[RefreshProgress], None] | None,
 ) -> Index:
     from gateway.knowledge import store
 

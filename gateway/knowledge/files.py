@@ -33,7 +33,7 @@ MB = 1_000_000
 
 
 @dataclass(frozen=True)
-class Limits:
+class ArticleCaps:
     """The caps (config `articles.max_article_bytes`, `max_set_bytes`, `max_set_files`)."""
 
     max_article_bytes: int = 5 * MB
@@ -81,7 +81,7 @@ _GONE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 class _Walk:
-    def __init__(self, limits: Limits, exclude: Exclude | None) -> None:
+    def __init__(self, limits: ArticleCaps, exclude: Exclude | None) -> None:
         self.limits = limits
         self.exclude = exclude
         self.excluded_files = 0
@@ -206,12 +206,12 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def walk(
-    paths: Sequence[Path], limits: Limits | None = None, exclude: Sequence[str] = ()
+    paths: Sequence[Path], limits: ArticleCaps | None = None, exclude: Sequence[str] = ()
 ) -> Walked:
     """The files to read under `paths`, in a stable order, a warning per one skipped (or
     per path that does not exist), and what `exclude` left out of the folders. A file
     named in `paths` is taken whatever the patterns say. Raises `SetTooLarge` past the caps."""
-    state = _Walk(limits or Limits(), Exclude.of(exclude) if exclude else None)
+    state = _Walk(limits or ArticleCaps(), Exclude.of(exclude) if exclude else None)
     for root in paths:
         if root.is_dir():
             state.folder(os.fspath(root))
@@ -223,7 +223,7 @@ def walk(
 
 
 def discover(
-    paths: Sequence[Path], limits: Limits | None = None, exclude: Sequence[str] = ()
+    paths: Sequence[Path], limits: ArticleCaps | None = None, exclude: Sequence[str] = ()
 ) -> tuple[list[Found], list[str]]:
     """`walk`'s files and warnings."""
     walked = walk(paths, limits, exclude)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     # Imported when first needed: a help centre sent whole is never cut or searched.
     from gateway.knowledge.passages import Passage
 
-Key = tuple[int, int]
+PassageKey = tuple[int, int]
 """A passage's key: (its article's place in the set, its place in the article)."""
 
 
@@ -46,10 +46,10 @@ class Hits:
     articles: int
     article_words: float  # the set's average article length, in words
     df: Counter[str] = field(default_factory=Counter)
-    body: dict[Key, Counter[str]] = field(default_factory=dict)
-    heading: dict[Key, Counter[str]] = field(default_factory=dict)
+    body: dict[PassageKey, Counter[str]] = field(default_factory=dict)
+    heading: dict[PassageKey, Counter[str]] = field(default_factory=dict)
     title: dict[int, Counter[str]] = field(default_factory=dict)
-    facts: dict[Key, PassageFacts] = field(default_factory=dict)
+    facts: dict[PassageKey, PassageFacts] = field(default_factory=dict)
     lengths: dict[int, int] = field(default_factory=dict)  # article -> words, for those hit
 
 
@@ -67,7 +67,7 @@ class Index(Protocol):
 
     def hits(self, terms: Sequence[str]) -> Hits: ...
 
-    def fetch(self, keys: Sequence[Key]) -> list[Source]:
+    def fetch(self, keys: Sequence[PassageKey]) -> list[Source]:
         """The passages at `keys`, in that order, with their text (score left None)."""
         ...
 
@@ -115,7 +115,7 @@ class MemoryIndex:
     def close(self) -> None:
         """Nothing to release: the articles are plain objects."""
 
-    def fetch(self, keys: Sequence[Key]) -> list[Source]:
+    def fetch(self, keys: Sequence[PassageKey]) -> list[Source]:
         out = []
         for article_number, number in keys:
             article = self._articles[article_number]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.knowledge.files import HTML_SUFFIXES, Limits, discover
+from gateway.knowledge.files import HTML_SUFFIXES, ArticleCaps, discover
 from gateway.model import Article
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class ArticlesError(Exception):
 
 
 def load_articles(
-    paths: Sequence[Path], limits: Limits | None = None, exclude: Sequence[str] = ()
+    paths: Sequence[Path], limits: ArticleCaps | None = None, exclude: Sequence[str] = ()
 ) -> tuple[tuple[Article, ...], list[str]]:
     """The articles under `paths`, in a stable order (`files.discover`, leaving out what
     `exclude` matches), and a warning per skipped file. Raises `ArticlesError` when `paths`

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.knowledge.index import Index, Key
+from gateway.knowledge.index import Index, PassageKey
 from gateway.knowledge.query import Query, as_query
 from prompts import WORD_LIMIT
 
@@ -49,7 +49,7 @@ UNKNOWN_WEIGHT = 3
 
 @dataclass(frozen=True)
 class Ranked:
-    key: Key
+    key: PassageKey
     score: float
     coverage: float  # the share of the question's weight the passage holds, 0..1
     tokens: int  # the passage's estimated size

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from gateway.knowledge.index import Hits, Index, Key, SetSize
+from gateway.knowledge.index import Hits, Index, PassageKey, SetSize
 from gateway.model import Article, Source
 
 
@@ -32,7 +32,7 @@ class Shared:
         with self._lock:
             return self._inner.hits(terms)
 
-    def fetch(self, keys: Sequence[Key]) -> list[Source]:
+    def fetch(self, keys: Sequence[PassageKey]) -> list[Source]:
         with self._lock:
             return self._inner.fetch(keys)
 

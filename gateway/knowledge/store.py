@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.knowledge.files import Found
-from gateway.knowledge.index import Hits, Key, PassageFacts, SetSize
+from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
 from gateway.knowledge.load import read
 from gateway.knowledge.passages import split
 from gateway.knowledge.terms import terms
@@ -61,7 +61,7 @@ class IndexBusy(Exception):
 
 
 @dataclass(frozen=True)
-class Progress:
+class RefreshProgress:
     """Where a refresh is: files and bytes done of those to read, and the current file."""
 
     files_done: int
@@ -83,7 +83,7 @@ class Refresh:
 
 
 @dataclass(frozen=True)
-class Status:
+class IndexStatus:
     path: str  # the index file (":memory:" for an in-memory one)
     roots: tuple[str, ...]
     articles: int
@@ -142,7 +142,7 @@ class SqliteIndex:
         self.roots = tuple(os.fspath(r) for r in roots)
         self._order: dict[int, int] = {}  # file id -> its article's place in the set
         self._ids: list[int] = []  # the reverse
-        self._passage_ids: dict[Key, int] = {}  # passages met in searches -> their row id
+        self._passage_ids: dict[PassageKey, int] = {}  # passages met in searches -> their row id
         self.warnings: list[str] = []  # the skipped files' reasons, as of the last refresh
         self.now_ns: Callable[[], int] = time.time_ns  # the wall clock, for settling (a seam)
 
@@ -223,7 +223,7 @@ class SqliteIndex:
         return changed, [row[0] for row in known.values()]
 
     def refresh(
-        self, found: Sequence[Found], *, progress: Callable[[Progress], None] | None = None
+        self, found: Sequence[Found], *, progress: Callable[[RefreshProgress], None] | None = None
     ) -> Refresh:
         """Bring the index up to the files `found` now: read the new and changed ones,
         drop the gone ones. Raises `IndexBusy` if another process holds it too long."""
@@ -243,11 +243,13 @@ class SqliteIndex:
                 total = sum(f.size for f in changed)
                 for number, file in enumerate(changed):
                     if progress is not None:
-                        progress(Progress(number, len(changed), done_bytes, total, file.path))
+                        progress(
+                            RefreshProgress(number, len(changed), done_bytes, total, file.path)
+                        )
                     self._store(file)
                     done_bytes += file.size
                 if progress is not None and changed:
-                    progress(Progress(len(changed), len(changed), done_bytes, total, ""))
+                    progress(RefreshProgress(len(changed), len(changed), done_bytes, total, ""))
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('refreshed', ?), ('roots', ?)",
                     (str(time.time()), "\0".join(self.roots)),
@@ -423,7 +425,7 @@ class SqliteIndex:
             found.lengths[order[fid]] = length
         return found
 
-    def fetch(self, keys: Sequence[Key]) -> list[Source]:
+    def fetch(self, keys: Sequence[PassageKey]) -> list[Source]:
         missing = [k for k in keys if k not in self._passage_ids]
         for article, number in missing:  # keys not met in a search: looked up one by one
             row = self._db.execute(
@@ -459,7 +461,7 @@ class SqliteIndex:
 
     # -- status ----------------------------------------------------------------------
 
-    def status(self, found: Sequence[Found] | None = None) -> Status:
+    def status(self, found: Sequence[Found] | None = None) -> IndexStatus:
         db = self._db
         articles, skipped, tokens = db.execute(
             "SELECT count(*) FILTER (WHERE problem IS NULL), count(*) FILTER (WHERE problem IS "
@@ -478,7 +480,9 @@ class SqliteIndex:
             changed, gone = self.stale(found)
             stale = len(changed) + len(gone)
         roots = tuple(meta.get("roots", "").split("\0")) if meta.get("roots") else self.roots
-        return Status(self.path, roots, articles, skipped, passages, tokens, disk, refreshed, stale)
+        return IndexStatus(
+            self.path, roots, articles, skipped, passages, tokens, disk, refreshed, stale
+        )
 
 
 def _chunks(db: sqlite3.Connection, sql: str, ids: Sequence[int]) -> list[Any]:

@@ -17,7 +17,7 @@ from cli.runtime.wiring import CliError
 from gateway.config import ArticleSettings, Config, load_default_config
 from gateway.knowledge import store
 from gateway.knowledge.centre import DIRECT_BYTES, open_centre
-from gateway.knowledge.files import Limits, SetTooLarge, discover
+from gateway.knowledge.files import ArticleCaps, SetTooLarge, discover
 from gateway.knowledge.index import MemoryIndex
 from gateway.knowledge.load import load_articles
 from gateway.knowledge.rank import rank
@@ -356,7 +356,7 @@ def test_an_article_over_the_size_cap_is_skipped_with_a_warning_naming_it(
     (tmp_path / "small.md").write_text("# Small\n\nFits.\n")
     huge = tmp_path / "huge.md"
     huge.write_text("# Huge\n\n" + "word " * 3000)
-    articles, warnings = load_articles([tmp_path], Limits(max_article_bytes=10_000))
+    articles, warnings = load_articles([tmp_path], ArticleCaps(max_article_bytes=10_000))
     assert [a.title for a in articles] == ["Small"]
     assert warnings == [
         f"skipped {huge}: 15,008 bytes, over the 10,000 bytes cap for one article "
@@ -371,7 +371,7 @@ def test_an_absurd_set_is_refused_before_any_file_is_read(
     opened: list[str] = []
     monkeypatch.setattr(Path, "read_bytes", lambda self: opened.append(str(self)) or b"")
     with pytest.raises(SetTooLarge, match=r"more than 20 files .*articles.max_set_files"):
-        discover([tmp_path / "kb"], Limits(max_set_files=20))
+        discover([tmp_path / "kb"], ArticleCaps(max_set_files=20))
     with pytest.raises(CliError) as refused:
         wiring.open_help_centre(
             [tmp_path / "kb"], config(max_set_bytes=50_000), whole=False, warn=pytest.fail
@@ -420,7 +420,7 @@ def test_a_python_without_fts5_reads_the_articles_each_run(
     monkeypatch.setattr(store, "has_fts5", lambda: False)
     said: list[str] = []
     index = open_centre(
-        [root], limits=Limits(), cache_dir=wiring.cache_dir, whole=False, warn=said.append
+        [root], limits=ArticleCaps(), cache_dir=wiring.cache_dir, whole=False, warn=said.append
     )
     assert isinstance(index, MemoryIndex)
     assert said == [
