@@ -92,14 +92,14 @@ def open_store(
     its prefix and timeouts. `read_only`: for listings, which report a bad state and
     never move, rewrite or create anything."""
     from gateway.state.file import FileStore
-    from gateway.state.records import DEFAULT_LIMITS, Limits
+    from gateway.state.records import DEFAULT_BOUNDS, StateBounds
 
-    limits, known = DEFAULT_LIMITS, None
+    limits, known = DEFAULT_BOUNDS, None
     if config is not None:
         from gateway.engine.credentials import record_names
 
         longest = max(d.policy.max_cooldown for d in config.all_deployments())
-        limits = Limits(max_cooldown=longest, remember=max(longest, DEFAULT_LIMITS.remember))
+        limits = StateBounds(max_cooldown=longest, remember=max(longest, DEFAULT_BOUNDS.remember))
         known = record_names(config)
     if isinstance(location, Path):
         return FileStore(location, warn=warn, read_only=read_only, limits=limits, known=known)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 from gateway.model import Cooldown
 from gateway.state import codec, rules
 from gateway.state.local import Change, LocalStore
-from gateway.state.records import DEFAULT_LIMITS, EMPTY, Lease, Limits, State
+from gateway.state.records import DEFAULT_BOUNDS, EMPTY, Lease, State, StateBounds
 
 VERSION = 1
 # Far more than `max_entries` records ever take: a larger file was not written by us, and
@@ -154,7 +154,7 @@ class FileStore(LocalStore):
         *,
         warn: Warn | None = None,
         read_only: bool = False,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: StateBounds = DEFAULT_BOUNDS,
         known: Collection[str] | None = None,
     ) -> None:
         super().__init__(limits=limits, known=known)

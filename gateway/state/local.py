@@ -11,13 +11,15 @@ from collections.abc import Callable, Collection, Mapping
 from gateway.model import Cooldown, CooldownBasis, ErrorKind
 from gateway.secrets.key import Secret
 from gateway.state import rules
-from gateway.state.records import DEFAULT_LIMITS, Lease, Limits, Snapshot, State
+from gateway.state.records import DEFAULT_BOUNDS, Lease, Snapshot, State, StateBounds
 
 Change = Callable[[State], State | None]
 
 
 class LocalStore(ABC):
-    def __init__(self, *, limits: Limits = DEFAULT_LIMITS, known: Collection[str] | None = None):
+    def __init__(
+        self, *, limits: StateBounds = DEFAULT_BOUNDS, known: Collection[str] | None = None
+    ):
         self.limits = limits
         # Names still configured: records of any other are pruned on the next write.
         self._known = None if known is None else frozenset(known)

@@ -6,13 +6,15 @@ from collections.abc import Collection
 
 from gateway.state import rules
 from gateway.state.local import Change, LocalStore
-from gateway.state.records import DEFAULT_LIMITS, Limits, State
+from gateway.state.records import DEFAULT_BOUNDS, State, StateBounds
 
 
 class MemoryStore(LocalStore):
     """Cooldowns for one process only: tests, `eval`, and `simulate` without --state."""
 
-    def __init__(self, *, limits: Limits = DEFAULT_LIMITS, known: Collection[str] | None = None):
+    def __init__(
+        self, *, limits: StateBounds = DEFAULT_BOUNDS, known: Collection[str] | None = None
+    ):
         super().__init__(limits=limits, known=known)
         self._state = State(rules.new_salt(), {})
 

@@ -57,7 +57,7 @@ class Snapshot(NamedTuple):
     present: frozenset[str] = frozenset()
 
 
-class Limits(NamedTuple):
+class StateBounds(NamedTuple):
     """What keeps the state honest and bounded.
 
     `max_cooldown`: no deadline further ahead than this is believed (clock skew, garbage, a
@@ -71,4 +71,4 @@ class Limits(NamedTuple):
     max_entries: int = 1000
 
 
-DEFAULT_LIMITS = Limits()
+DEFAULT_BOUNDS = StateBounds()

@@ -35,7 +35,7 @@ from gateway.model import Cooldown, CooldownBasis, ErrorKind
 from gateway.secrets.key import Secret
 from gateway.secrets.shapes import PLACEHOLDER, url_passwords
 from gateway.state import codec, rules
-from gateway.state.records import DEFAULT_LIMITS, Lease, Limits, Snapshot, State
+from gateway.state.records import DEFAULT_BOUNDS, Lease, Snapshot, State, StateBounds
 
 if TYPE_CHECKING:
     from gateway.seams import StateStore
@@ -104,7 +104,7 @@ class RedisStore:
         prefix: str = DEFAULT_PREFIX,
         connect_timeout: float = DEFAULT_TIMEOUT,
         timeout: float = DEFAULT_TIMEOUT,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: StateBounds = DEFAULT_BOUNDS,
         known: Collection[str] | None = None,
         read_only: bool = False,
     ) -> None:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from gateway.model import Cooldown, CooldownBasis
 from gateway.secrets.key import Secret
-from gateway.state.records import Lease, Limits, Snapshot, State
+from gateway.state.records import Lease, Snapshot, State, StateBounds
 
 # Deadlines before 1970 or after the year 5000 are garbage, not a cooldown.
 _LATEST = 95_617_584_000.0
@@ -34,7 +34,7 @@ def sane_time(value: float) -> bool:
     return math.isfinite(value) and 0 < value < _LATEST
 
 
-def believed(entry: Cooldown, now: float, limits: Limits) -> Cooldown:
+def believed(entry: Cooldown, now: float, limits: StateBounds) -> Cooldown:
     """`entry` with a deadline no further than `max_cooldown` past its start (or past now,
     for a start in the future: another machine's clock running ahead)."""
     latest = min(entry.started, now) + limits.max_cooldown
@@ -54,7 +54,7 @@ def snapshot(
     state: State,
     now: float,
     credentials: Mapping[str, Secret | None],
-    limits: Limits,
+    limits: StateBounds,
     *,
     cursors: Collection[str] = (),
 ) -> Snapshot:
@@ -111,7 +111,7 @@ def cool(
     now: float,
     cap: float,
     credential: Secret | None,
-    limits: Limits,
+    limits: StateBounds,
     known: Collection[str] | None,
 ) -> State | None:
     """`state` with `new` taken (bound to `credential`, when given); None: nothing changes.
@@ -160,7 +160,7 @@ def advance(state: State, names: Collection[str]) -> State:
     return State(state.salt, state.entries, state.leases, cursors)
 
 
-def prune(state: State, now: float, limits: Limits, known: Collection[str] | None) -> State:
+def prune(state: State, now: float, limits: StateBounds, known: Collection[str] | None) -> State:
     """`state` without what no reader needs: cooldowns ended longer ago than `remember`,
     expired leases, records of names no longer configured (`known`, when given), and past
     `max_entries` the records that end soonest."""

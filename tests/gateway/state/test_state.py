@@ -25,7 +25,7 @@ from gateway.secrets.key import Secret
 from gateway.state.file import FileStore
 from gateway.state.memory import MemoryStore
 from gateway.state.realtime import RealTimeStore
-from gateway.state.records import Limits
+from gateway.state.records import StateBounds
 from tests.support.paths import REPO
 from tests.support.state_rules import RULE_CASES, T
 
@@ -299,7 +299,7 @@ def test_records_of_names_no_longer_configured_are_pruned(path: Path) -> None:
 
 
 def test_the_file_cannot_grow_without_bound(path: Path) -> None:
-    store = FileStore(path, limits=Limits(max_entries=50))
+    store = FileStore(path, limits=StateBounds(max_entries=50))
     for i in range(200):
         store.cool(f"d{i:03d}", until=T + 100 + i, kind=ErrorKind.SERVER, now=T)
     kept = json.loads(path.read_bytes())["cooldowns"]
