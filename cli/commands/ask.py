@@ -170,10 +170,10 @@ def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _
     if raw is None:
         show_help()
         if opts.json:
-            from cli.runtime.failure import Failure, write_failure_json
+            from cli.runtime.failure import CommandFailure, write_failure_json
 
             write_failure_json(
-                Failure(
+                CommandFailure(
                     ExitCode.USAGE,
                     "no question given, and stdin is a terminal",
                     fix='support-ask "How do I reset my password?" --json',

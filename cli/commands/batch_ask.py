@@ -148,10 +148,10 @@ class JsonRecords:
         return json_object(result, error_extra(result, retry_after))
 
     def bad_line(self, bad: BadLine) -> dict[str, object]:
-        from cli.runtime.failure import Failure, failure_json
+        from cli.runtime.failure import CommandFailure, failure_json
 
         fix = 'one question per line, or JSON Lines: {"id": ..., "question": ...}'
-        return failure_json(Failure(ExitCode.DATAERR, f"line {bad.line}: {bad.reason}", fix))
+        return failure_json(CommandFailure(ExitCode.DATAERR, f"line {bad.line}: {bad.reason}", fix))
 
     def crashed(self, question: Question, exc: Exception) -> dict[str, object]:
         from cli.runtime.failure import failure_json, failure_of

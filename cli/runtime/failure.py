@@ -36,14 +36,14 @@ _FATAL = frozenset({ExitCode.USAGE, ExitCode.NOINPUT, ExitCode.CONFIG, ExitCode.
 
 
 @dataclass(frozen=True)
-class Failure:
+class CommandFailure:
     code: ExitCode
     message: str
     fix: str | None = None
     problems: tuple[ConfigError, ...] = ()  # a bad config's every problem
 
 
-def failure_of(exc: BaseException) -> Failure | None:
+def failure_of(exc: BaseException) -> CommandFailure | None:
     """What `exc` means to the user; None for a gone stdout reader (nothing to say) and for
     what is not ours to handle (SystemExit)."""
     from cli.runtime.signals import exit_code_for_stop, stop_message
@@ -51,21 +51,21 @@ def failure_of(exc: BaseException) -> Failure | None:
     from gateway.config import ConfigError
 
     if isinstance(exc, CliError):
-        return Failure(exc.code, exc.message, exc.fix)
+        return CommandFailure(exc.code, exc.message, exc.fix)
     if isinstance(exc, ConfigError):
-        return Failure(ExitCode.CONFIG, str(exc.problems[0]), problems=exc.problems)
+        return CommandFailure(ExitCode.CONFIG, str(exc.problems[0]), problems=exc.problems)
     if isinstance(exc, KeyboardInterrupt):
-        return Failure(exit_code_for_stop(exc), stop_message(exc))
+        return CommandFailure(exit_code_for_stop(exc), stop_message(exc))
     if isinstance(exc, BrokenPipeError) or not isinstance(exc, Exception):
         return None
-    return Failure(
+    return CommandFailure(
         ExitCode.INTERNAL,
         f"internal error ({type(exc).__name__}: {exc})",
         "this is a bug in support-ask: run again with --debug for the traceback, and report it",
     )
 
 
-def failure_json(failure: Failure, *, elapsed_s: float | None = None) -> dict[str, object]:
+def failure_json(failure: CommandFailure, *, elapsed_s: float | None = None) -> dict[str, object]:
     """The design's --json object for a question the engine never answered: the same
     schema_version-1 shape as a Result's, with nothing routed, counted or attempted."""
     error: dict[str, object] = {
@@ -92,7 +92,7 @@ def failure_json(failure: Failure, *, elapsed_s: float | None = None) -> dict[st
     }
 
 
-def write_failure_json(failure: Failure, *, json_lines: bool = False) -> None:
+def write_failure_json(failure: CommandFailure, *, json_lines: bool = False) -> None:
     import time
 
     from cli.runtime.started import process_start

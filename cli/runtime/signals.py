@@ -1,7 +1,7 @@
 """SIGTERM and SIGHUP stop a run the way Ctrl-C does.
 
 A supervisor's `kill`, `timeout`, a CI runner cancelling a job, or a closed terminal
-should not leave a half-said run: the handler raises `Stopped` (a KeyboardInterrupt, so
+should not leave a half-said run: the handler raises `StopSignal` (a KeyboardInterrupt, so
 every path that finishes cleanly after Ctrl-C does so here too: the live table ends, the
 state file is either replaced whole or untouched, the question is logged, `--json`
 prints its object) and the process exits as a shell reports that signal, 128 + its
@@ -23,7 +23,7 @@ _CODES = {
 }
 
 
-class Stopped(KeyboardInterrupt):
+class StopSignal(KeyboardInterrupt):
     """The run was stopped by a signal other than SIGINT."""
 
     def __init__(self, signum: int) -> None:
@@ -40,7 +40,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     for each in _NAMES:
         signal.signal(each, signal.SIG_IGN)
     _received.append(signum)
-    raise Stopped(signum)
+    raise StopSignal(signum)
 
 
 def exit_code_after(code: int) -> int:
@@ -59,12 +59,12 @@ def stop_on_signals() -> None:
 
 
 def exit_code_for_stop(exc: KeyboardInterrupt) -> ExitCode:
-    signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+    signum = exc.signum if isinstance(exc, StopSignal) else signal.SIGINT
     return _CODES.get(signal.Signals(signum), ExitCode.INTERRUPTED)
 
 
 def stop_message(exc: KeyboardInterrupt) -> str:
-    if isinstance(exc, Stopped):
+    if isinstance(exc, StopSignal):
         name = _NAMES.get(signal.Signals(exc.signum), f"signal {exc.signum}")
         why = "the terminal went away" if exc.signum == signal.SIGHUP else "asked to stop"
         return f"stopped by {name} ({why})"

@@ -93,11 +93,11 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
         else:
             exc.show()
         from cli.runtime.exitcodes import ExitCode
-        from cli.runtime.failure import Failure, write_failure_json
+        from cli.runtime.failure import CommandFailure, write_failure_json
 
         if exc.exit_code == ExitCode.USAGE:
             fix = f"see `{prog_name} ask --help`"
-            write_failure_json(Failure(ExitCode.USAGE, exc.format_message(), fix))
+            write_failure_json(CommandFailure(ExitCode.USAGE, exc.format_message(), fix))
         return exc.exit_code
     except typer.Abort:
         return 130  # ExitCode.INTERRUPTED: end of input or Ctrl-C while Typer parsed

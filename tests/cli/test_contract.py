@@ -184,7 +184,7 @@ def test_a_signal_that_reaches_typer_still_exits_with_its_own_code(
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         signals.stop_on_signals()
-        with pytest.raises(signals.Stopped):
+        with pytest.raises(signals.StopSignal):
             signal.raise_signal(signal.SIGTERM)
             time.sleep(1)  # the handler runs before this returns
     finally:
