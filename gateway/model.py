@@ -263,14 +263,16 @@ class Attempt:
     the engine took (or would have taken) after this attempt before the next step;
     `elapsed_s` is the time this attempt itself took. `usage` is set when a reply came
     (answered, refused, cut short, empty); `cost_usd` when its deployment has a price and
-    the provider reported both counts.
+    the provider reported both counts. `outcome` is what the engine did next; the JSON
+    names it `decision`, as it always has (the user's contract, not the classifier's
+    `Decision`).
     """
 
     deployment: str
     attempt: int
     status: int | None
     error_class: ErrorKind | None
-    decision: Outcome
+    outcome: Outcome
     wait_s: float
     elapsed_s: float
     detail: str = ""
@@ -285,7 +287,7 @@ class Attempt:
             "attempt": self.attempt,
             "status": self.status,
             "error_class": None if self.error_class is None else str(self.error_class),
-            "decision": str(self.decision),
+            "decision": str(self.outcome),
             "wait_s": round(self.wait_s, 3),
             "elapsed_s": round(self.elapsed_s, 3),
             "detail": self.detail,
@@ -378,7 +380,7 @@ class Result:
     @property
     def served_attempts(self) -> int:
         """Calls made in all (skips excluded): 'after how many attempts'."""
-        return sum(1 for a in self.attempts if a.decision is not Outcome.SKIPPED)
+        return sum(1 for a in self.attempts if a.outcome is not Outcome.SKIPPED)
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {

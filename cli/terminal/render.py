@@ -46,9 +46,9 @@ def _cells(a: Attempt, wait: str, keyed: frozenset[str] = frozenset()) -> tuple[
         str(a.attempt) if a.attempt else "",
         "" if a.status is None else str(a.status),
         "" if a.error_class is None else str(a.error_class),
-        str(a.decision),
+        str(a.outcome),
         wait,
-        _seconds(a.elapsed_s) if a.decision is not Outcome.SKIPPED else "",
+        _seconds(a.elapsed_s) if a.outcome is not Outcome.SKIPPED else "",
     )
 
 
@@ -96,7 +96,7 @@ def attempts_table(
     table.add_column("detail", no_wrap=True, overflow="ellipsis", max_width=detail)
     for a, cells in rows:
         styled = [Text(c) for c in cells]
-        styled[4].stylize(_DECISION_STYLE.get(a.decision, ""))
+        styled[4].stylize(_DECISION_STYLE.get(a.outcome, ""))
         table.add_row(*styled, Text(a.detail))
     return table
 
@@ -267,9 +267,9 @@ def _why(attempts: Sequence[Attempt], name: str) -> str:
     last = mine[-1]
     if last.error_class is not None:
         return str(last.error_class)
-    if last.decision is Outcome.SKIPPED:
+    if last.outcome is Outcome.SKIPPED:
         return f"skipped ({last.detail})" if last.detail else "skipped"
-    return str(last.decision)
+    return str(last.outcome)
 
 
 def fallback_notice(result: Result, config: Config) -> str | None:

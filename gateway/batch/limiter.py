@@ -124,7 +124,7 @@ class Limiter:
                 self._limit = max(1.0, self._limit * DECREASE)
                 self._generation += 1
                 self._lowest = min(self._lowest, self._allowed())
-            if attempt.decision is Outcome.RETRY and attempt.wait_s > 0:
+            if attempt.outcome is Outcome.RETRY and attempt.wait_s > 0:
                 until = self._clock.monotonic() + attempt.wait_s
                 self._paused_until = max(self._paused_until, until)
 

@@ -33,7 +33,7 @@ class Record:
             attempt.attempt,
             "" if attempt.status is None else f"{attempt.status} ",
             attempt.error_class or "ok",
-            attempt.decision,
+            attempt.outcome,
             attempt.wait_s,
             attempt.elapsed_s,
             attempt.detail,

@@ -128,7 +128,7 @@ def format_time(epoch: float) -> str:
 
 
 def _cooled(attempt: Attempt) -> bool:
-    if attempt.decision is not Outcome.FAIL_OVER or attempt.error_class is None:
+    if attempt.outcome is not Outcome.FAIL_OVER or attempt.error_class is None:
         return False
     return TABLE[attempt.error_class].cools
 
@@ -196,7 +196,7 @@ def question_records(
                 attempt=attempt.attempt,
                 status=attempt.status,
                 error_class=None if attempt.error_class is None else str(attempt.error_class),
-                decision=str(attempt.decision),
+                decision=str(attempt.outcome),
                 wait_s=round(attempt.wait_s, 3),
                 latency_s=round(attempt.elapsed_s, 3),
                 cooled=_cooled(attempt),

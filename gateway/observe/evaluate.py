@@ -453,5 +453,5 @@ def _why(result: Result) -> str:
     if result.error is not None:
         lines = [d.last_error for d in result.error.deployments if d.last_error]
         return lines[0] if lines else result.error.message
-    last = next((a for a in reversed(result.attempts) if a.decision is not Outcome.SKIPPED), None)
+    last = next((a for a in reversed(result.attempts) if a.outcome is not Outcome.SKIPPED), None)
     return "" if last is None else last.detail

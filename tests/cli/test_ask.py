@@ -168,7 +168,7 @@ class FakeEngine:
         for a in self.outcome.attempts:
             if on_attempt:
                 on_attempt(a)
-            if a.decision is Outcome.RETRY:
+            if a.outcome is Outcome.RETRY:
                 self.kwargs["sleeper"].sleep(a.wait_s)
         if on_text is not None:
             for delta in self.deltas:

@@ -37,7 +37,7 @@ def harness(case: Case, layout: Layout, store: MemoryStore | None = None) -> Har
 
 def called(result) -> list[tuple[str, str | None, int]]:  # type: ignore[no-untyped-def]
     return grouped(
-        [(a.deployment, a.key) for a in result.attempts if a.decision is not Outcome.SKIPPED]
+        [(a.deployment, a.key) for a in result.attempts if a.outcome is not Outcome.SKIPPED]
     )
 
 
@@ -61,7 +61,7 @@ def test_what_failed_is_what_cools(case: Case, layout: Layout) -> None:
         assert called(second) == called(first), "nothing cooled: asked the same way again"
         return
     # Only primary is skipped; fallback (on the same key or not) answers again.
-    assert [(a.deployment, str(a.decision)) for a in second.attempts] == [
+    assert [(a.deployment, str(a.outcome)) for a in second.attempts] == [
         ("primary", "skipped"),
         ("fallback", "answered"),
     ]
@@ -135,14 +135,14 @@ def test_while_another_invocation_probes_a_pair_the_others_use_the_next_key() ->
     assert h.store.lease(key_name("primary", "KEY_A"), now=h.clock.wall(), ttl=20)
     h.providers["primary"].script[:] = [answer("from B")]
     result = h.ask()
-    assert [(a.key, str(a.decision)) for a in result.attempts] == [("KEY_B", "answered")]
+    assert [(a.key, str(a.outcome)) for a in result.attempts] == [("KEY_B", "answered")]
 
 
 def test_a_failed_pair_probe_is_one_call_and_cools_the_pair_twice_as_long() -> None:
     h = cooled_pair()
     h.providers["primary"].script[:] = [failure(ErrorKind.RATE_LIMIT), answer("from B")]
     result = h.ask()
-    assert [(a.key, str(a.decision)) for a in result.attempts] == [
+    assert [(a.key, str(a.outcome)) for a in result.attempts] == [
         ("KEY_A", "fail_over"),
         ("KEY_B", "answered"),
     ]
@@ -161,7 +161,7 @@ def test_with_its_only_key_probed_elsewhere_the_deployment_is_skipped_saying_so(
     h.clock.advance(61)
     assert h.store.lease(key_name("primary", "OPENAI_API_KEY"), now=h.clock.wall(), ttl=20)
     result = h.ask()
-    assert [(a.deployment, str(a.decision)) for a in result.attempts] == [
+    assert [(a.deployment, str(a.outcome)) for a in result.attempts] == [
         ("primary", "skipped"),
         ("fallback", "answered"),
     ]
@@ -189,4 +189,4 @@ def test_a_key_wide_record_of_the_previous_release_is_dropped_silently() -> None
     key = Secret(shared.environ["OPENAI_API_KEY"])
     store.cool("key:OPENAI_API_KEY", until=now + 3600, kind=ErrorKind.AUTH, now=now, credential=key)
     result = h.ask()
-    assert (result.deployment, result.attempts[0].decision) == ("primary", Outcome.ANSWERED)
+    assert (result.deployment, result.attempts[0].outcome) == ("primary", Outcome.ANSWERED)

@@ -102,7 +102,7 @@ class Harness:
 
 
 def decisions(result) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
-    return [(a.deployment, str(a.decision)) for a in result.attempts]
+    return [(a.deployment, str(a.outcome)) for a in result.attempts]
 
 
 # -- the acceptance test the user asked for, word for word -----------------------------------
@@ -442,7 +442,7 @@ def test_an_answer_cut_short_by_the_output_limit_fails_over_without_cooling():
     )
     assert result.finish_reason == "stop"
     first = result.attempts[0]
-    assert (first.status, first.error_class, first.decision) == (
+    assert (first.status, first.error_class, first.outcome) == (
         200,
         ErrorKind.OUTPUT_LIMIT,
         Outcome.FAIL_OVER,
@@ -604,7 +604,7 @@ def test_deployments_whose_window_is_too_small_are_skipped_with_the_reason():
     result = h.ask("y" * 4 * 150_000)
     assert result.routed is Route.NORMAL
     assert result.answer == "fits"
-    assert result.attempts[0].decision is Outcome.SKIPPED
+    assert result.attempts[0].outcome is Outcome.SKIPPED
     assert "window is 128,000" in result.attempts[0].detail
 
 
@@ -635,7 +635,7 @@ def test_a_deployment_without_its_key_is_skipped_visibly_not_called_not_cooled()
         environ={"ANTHROPIC_API_KEY": "sk-ant"},
     )
     result = h.ask()
-    assert result.attempts[0].decision is Outcome.SKIPPED
+    assert result.attempts[0].outcome is Outcome.SKIPPED
     assert result.attempts[0].detail == "OPENAI_API_KEY not set"
     assert h.calls("primary") == 0
     assert h.store.entries() == []
@@ -649,7 +649,7 @@ def test_a_key_variable_that_cannot_be_a_key_is_skipped_never_sent_never_cooled(
     )
     result = h.ask()
     assert result.answer == "ok"
-    assert result.attempts[0].decision is Outcome.SKIPPED
+    assert result.attempts[0].outcome is Outcome.SKIPPED
     assert result.attempts[0].detail == (
         "the environment variable OPENAI_API_KEY spans more than one line"
     )
@@ -661,7 +661,7 @@ def test_an_auth_cooldown_ends_when_the_key_changes_and_a_success_clears_it():
     store = MemoryStore()
     h = Harness({"primary": [failure(ErrorKind.AUTH)], "fallback": [answer("ok")]}, store=store)
     h.ask()
-    assert h.ask().attempts[0].decision is Outcome.SKIPPED  # same bad key: still cooling
+    assert h.ask().attempts[0].outcome is Outcome.SKIPPED  # same bad key: still cooling
 
     h.environ["OPENAI_API_KEY"] = "sk-rotated"
     h.providers["primary"].script[:] = [answer("new key works")]
@@ -710,7 +710,7 @@ def test_a_stream_that_breaks_after_text_is_never_retried_or_failed_over():
     assert result.status is Status.FAILED
     assert result.incomplete
     assert result.answer == "To reset your pass"
-    assert result.attempts[-1].decision is Outcome.STOPPED
+    assert result.attempts[-1].outcome is Outcome.STOPPED
     assert [c.deployment for c in h.store.entries()] == ["primary"]
 
 
@@ -843,7 +843,7 @@ def test_a_call_whose_usage_is_half_known_has_no_cost():
 def test_each_attempt_reaches_the_hook_before_its_wait_and_is_logged(caplog):
     order: list[str] = []
     h = Harness({"primary": [failure(ErrorKind.RATE_LIMIT), answer("ok")], "fallback": []})
-    h.engine._on_attempt = lambda a: order.append(f"attempt {a.decision}")
+    h.engine._on_attempt = lambda a: order.append(f"attempt {a.outcome}")
     real_sleep = h.clock.sleep
     h.engine._sleeper = type(
         "S", (), {"sleep": lambda self, s: (order.append("sleep"), real_sleep(s))}
@@ -912,7 +912,7 @@ def test_a_deployment_whose_turn_begins_with_the_budget_spent_still_has_its_row(
 
     h.engine._providers = slow_factory  # type: ignore[assignment]
     result = h.ask()
-    assert [(a.deployment, str(a.decision), a.detail) for a in result.attempts][:1] == [
+    assert [(a.deployment, str(a.outcome), a.detail) for a in result.attempts][:1] == [
         ("primary", "skipped", "no time left in the budget")
     ]
     assert h.calls("primary") == 0

@@ -83,7 +83,7 @@ def test_without_a_compactor_a_small_window_is_passed_over_as_before() -> None:
     result, providers = ask((SMALL, BIG), {}, 20_000, None)
     assert result.deployment == "big"  # type: ignore[attr-defined]
     assert providers["small"].calls == 0
-    assert result.attempts[0].decision is Outcome.SKIPPED  # type: ignore[attr-defined]
+    assert result.attempts[0].outcome is Outcome.SKIPPED  # type: ignore[attr-defined]
     assert result.articles == (sent(20_000),)  # type: ignore[attr-defined]
 
 
@@ -104,7 +104,7 @@ def test_a_reported_overflow_is_answered_by_the_same_deployment_with_less() -> N
     first, second = (len(r.system) // 4 for r in providers["big"].requests)
     assert second < first * 0.7
     retry = result.attempts[0]  # type: ignore[attr-defined]
-    assert retry.decision is Outcome.RETRY and "sent again with fewer passages" in retry.detail
+    assert retry.outcome is Outcome.RETRY and "sent again with fewer passages" in retry.detail
     assert result.articles[0].tokens < 20_000  # type: ignore[attr-defined]
 
 

@@ -42,7 +42,7 @@ def test_a_keys_own_failure_cools_that_key_and_the_next_key_is_tried_at_once() -
     h = harness({"primary": [failure(ErrorKind.AUTH), answer("from key B")], "fallback": []})
     result = h.ask()
     assert result.answer == "from key B" and result.deployment == "primary"
-    assert [(a.deployment, a.key, str(a.decision)) for a in result.attempts] == [
+    assert [(a.deployment, a.key, str(a.outcome)) for a in result.attempts] == [
         ("primary", "KEY_A", "fail_over"),
         ("primary", "KEY_B", "answered"),
     ]
@@ -50,7 +50,7 @@ def test_a_keys_own_failure_cools_that_key_and_the_next_key_is_tried_at_once() -
     assert [c.name for c in h.store.entries()] == ["key:primary/KEY_A"], "the pair, not primary"
 
     second = h.ask()
-    assert [(a.key, str(a.decision)) for a in second.attempts] == [("KEY_B", "answered")]
+    assert [(a.key, str(a.outcome)) for a in second.attempts] == [("KEY_B", "answered")]
     assert [k.reveal() for k in h.providers["primary"].keys] == [KEYS["KEY_A"], KEYS["KEY_B"]]
 
 
@@ -66,7 +66,7 @@ def test_a_providers_failure_cools_the_deployment_not_its_keys() -> None:
     assert h.ask().deployment == "fallback"
     assert h.calls("primary") == 3, "retried on its key, then failed over: no key rotation"
     assert [c.name for c in h.store.entries()] == ["primary"]
-    assert h.ask().attempts[0].decision is Outcome.SKIPPED
+    assert h.ask().attempts[0].outcome is Outcome.SKIPPED
 
 
 def test_when_every_key_is_cooling_the_deployment_is_skipped_saying_so() -> None:
@@ -74,7 +74,7 @@ def test_when_every_key_is_cooling_the_deployment_is_skipped_saying_so() -> None
     assert h.ask().deployment == "fallback"
     assert sorted(c.name for c in h.store.entries()) == ["key:primary/KEY_A", "key:primary/KEY_B"]
     skipped = h.ask().attempts[0]
-    assert skipped.decision is Outcome.SKIPPED
+    assert skipped.outcome is Outcome.SKIPPED
     assert skipped.detail.startswith("every key is cooling down: KEY_A for 3600 s after quota")
     assert h.calls("primary") == 2
 

@@ -79,7 +79,7 @@ def test_a_question_about_to_retry_skips_a_deployment_another_question_cooled_me
     assert primary.calls == 2
     assert a.status is Status.ANSWERED and a.deployment == "fallback"
     skipped = a.attempts[1]
-    assert (skipped.deployment, str(skipped.decision)) == ("primary", "skipped")
+    assert (skipped.deployment, str(skipped.outcome)) == ("primary", "skipped")
     assert "cooling down" in skipped.detail and "another question" in skipped.detail
 
 
@@ -214,12 +214,12 @@ def test_a_key_another_question_cooled_gives_way_to_the_next_key_before_the_retr
     a = engine.ask(REQUEST)
 
     (b,) = sleeper.results
-    assert [(x.key, str(x.decision)) for x in b.attempts] == [  # type: ignore[attr-defined]
+    assert [(x.key, str(x.outcome)) for x in b.attempts] == [  # type: ignore[attr-defined]
         ("KEY_A", "fail_over"),
         ("KEY_B", "answered"),
     ]
     # A's retry went to key B at once: key A was not called again.
-    assert [(x.key, str(x.decision)) for x in a.attempts] == [
+    assert [(x.key, str(x.outcome)) for x in a.attempts] == [
         ("KEY_A", "retry"),
         ("KEY_B", "answered"),
     ]
