@@ -63,8 +63,18 @@ def machine() -> str:
         pass
     return (
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs ({cpu}); "
-        f"Python {platform.python_version()} ({sys.executable}); {platform.platform()}"
+        f"Python {platform.python_version()} ({_interpreter()}); {platform.platform()}"
     )
+
+
+def _interpreter() -> str:
+    """The interpreter as the results may name it: relative to the checkout (`.venv/...`),
+    else by its name alone, never a path of the machine that ran it."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(Path(__file__).resolve().parent.parent))
+    except ValueError:
+        return exe.name
 
 
 def bypass_proxies_for_loopback() -> None:
