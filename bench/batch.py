@@ -8,9 +8,9 @@ runs are interleaved, round by round, and both outputs are checked: every questi
 answered, once.
 
 Figures: time per question (wall time / questions; its inverse is the throughput), as a
-ratio to xargs (the issue's target, at least 10x the throughput, is a ratio of at most
-0.10); CPU per question (user + system; for xargs, of every support-ask it waited for),
-which a loaded machine disturbs less than wall time; and the peak RSS of the batch
+ratio to xargs (the target, at least 10x the throughput, is a ratio of at most 0.10);
+CPU per question (user + system; for xargs, of every support-ask it waited for), which a
+loaded machine disturbs less than wall time; and the peak RSS of the batch
 process (`os.wait4`) for 1,000 and for 10,000 questions: memory flat in the number of
 questions means the second about the first.
 """

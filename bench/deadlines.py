@@ -1,9 +1,9 @@
-"""12 deadlines (issue 12): what the first-token and stall deadlines cost a healthy
+"""12 deadlines: what the first-token and stall deadlines cost a healthy
 question, and how close to its setting a first-token deadline fires.
 
 - A healthy question, in-process: the engine and the real OpenAI adapter (kept across
   questions), whole and streamed, against the loopback server in a child process; this
-  tree against the tree before issue 12 (88fa2bb), and the commit that brought the
+  tree against the tree before any deadline work (88fa2bb), and the commit that brought the
   deadlines against its parent (`COMPARISONS`; each exported with `git archive` into the
   scratch folder). Two versions of the code cannot share one
   interpreter, so each side is a worker process (`bench/deadline_worker.py`) timing a
@@ -30,8 +30,8 @@ from bench.inproc import ServerProcess
 from bench.stats import Measure, Row, Summary, Target, Unit
 
 GROUP = "12 deadlines"
-# (what is measured, its commit (None: this tree), the baseline commit). The first is the
-# issue's "today" (the tree before any of issue 12); the second isolates the commit that
+# (what is measured, its commit (None: this tree), the baseline commit). The first is
+# "today" (the tree before any of the deadline work); the second isolates the commit that
 # brought the deadlines, against its parent, so the other teams' changes since are not in it.
 COMPARISONS = (
     ("this tree", None, "88fa2bb"),

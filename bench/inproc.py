@@ -6,9 +6,10 @@
   the CLI's (the provider factory builds a fresh adapter, hence a fresh client and
   connection, for every question) and one that keeps each deployment's adapter.
 - The engine alone, with an in-memory provider, against calling that provider directly
-  (issue 2's target), with the memory store and with the real file store.
+  (the target: <= 100 us added, `ENGINE_ADDED`), with the memory store and with the real file store.
 - The adapter's request build and reply parse alone: the adapter over an
-  `httpx.MockTransport` against a raw client over the same transport (issue 3's target).
+  `httpx.MockTransport` against a raw client over the same transport (<= 50 us added,
+  `ADAPTER_ADDED`).
 """
 
 from __future__ import annotations

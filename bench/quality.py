@@ -10,7 +10,7 @@ Each question is asked of support-ask in a fresh process, `--json`, against the 
 deployment (bench.tool), at the default budget and at each budget of the sweep
 (`--max-article-tokens`). Two recalls, each the share of questions for which it holds:
 
-- page recall (the issue's): a passage of an answering page is among the JSON's `articles`;
+- page recall (the target's): a passage of an answering page is among the JSON's `articles`;
 - evidence recall (stricter): an answering page's evidence words are in the prompt the
   server received (case, punctuation and spacing aside).
 
@@ -207,7 +207,7 @@ def _score(tally: Tally, sent: Sent, q: Question, folder: Path, cwd: Path) -> No
 
 
 def _target(base: Tally | None) -> Target | None:
-    """The issue's target; a baseline at 100% (a help centre that fits the budget whole)
+    """The target (`TARGET`); a baseline at 100% (a help centre that fits the budget whole)
     cannot be beaten, only matched."""
     if base is None:
         return None

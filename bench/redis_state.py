@@ -1,4 +1,4 @@
-"""9. The state in Redis (issue 13), against a redis-server this benchmark starts on a free
+"""9. The state in Redis, against a redis-server this benchmark starts on a free
 loopback port, beside the file store measured in the same run.
 
 - Round trips: one whole question through the real engine (an in-memory provider that

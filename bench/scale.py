@@ -9,7 +9,7 @@ What is measured, each interleaved with its baseline in the same run:
   of walking the set and reducing every page to text with html.parser in a fresh process;
   pages/s and MB/s from its median;
 - a warm question (index built) over the large set against one question over examples/kb
-  (its index warm too): the issue's <= 1.5x;
+  (its index warm too): the target is <= 1.5x;
 - editing one page and asking again against a warm question: <= 1.2x;
 - peak RSS of the index build for half the set, the set, and the set twice over: bounded
   by the largest page plus a constant, so doubling the set must not add what it holds;

@@ -9,7 +9,7 @@ update before each new one, and at the end the file must hold each deployment's 
 until.
 
 Single process: one question's state work, `active()` then an extending `cool()`, on a
-file with a few entries, interleaved with the raw floor (issue 2's target: <= 1 ms).
+file with a few entries, interleaved with the raw floor (the target: <= 1 ms).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from bench.loopback import Loopback
 from bench.procs import Run, RunFailed, child_env, run_once
 from bench.question import KEY_ENV, config_text
 
-# Main before issue 10 (the help-centre index): "no slower than today". $BENCH_TODAY names
+# Main before the help-centre index: "no slower than today". $BENCH_TODAY names
 # another commit instead, e.g. main just before the feature landed, to tell its cost from
 # that of everything else landed since.
 TODAY = os.environ.get("BENCH_TODAY") or "88fa2bb"

@@ -1,4 +1,5 @@
-"""The exit codes of the design's table, and the one mapping from a Result to its code."""
+"""The exit codes (the README's table; why they are these: docs/decisions.md#exit-codes),
+and the one mapping from a Result to its code."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ class ExitCode(IntEnum):
     INTERNAL = 1  # a bug: the traceback only with --debug
     USAGE = 2  # unknown flag, missing argument, mistyped command, no question
     REFUSED = 3  # the refusal itself is on stdout, as is
-    CHECK_FAILED = 4  # stats/eval: the check ran and found a problem (not in the design's table)
+    CHECK_FAILED = 4  # stats/eval: the check ran and found a problem
     DATAERR = 65  # fatal request: malformed, or too large for every deployment
     NOINPUT = 66  # empty question; no readable article
     UNAVAILABLE = 69  # no deployment could answer

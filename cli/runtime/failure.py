@@ -66,8 +66,9 @@ def failure_of(exc: BaseException) -> CommandFailure | None:
 
 
 def failure_json(failure: CommandFailure, *, elapsed_s: float | None = None) -> dict[str, object]:
-    """The design's --json object for a question the engine never answered: the same
-    schema_version-1 shape as a Result's, with nothing routed, counted or attempted."""
+    """The --json object for a question the engine never answered: the same
+    schema_version-1 shape as a Result's, with nothing routed, counted or attempted
+    (docs/decisions.md#the-json-contract)."""
     error: dict[str, object] = {
         "kind": KINDS.get(failure.code, "internal"),
         "message": failure.message,

@@ -1,5 +1,6 @@
-"""stdout: the answer as plain text, or the design's JSON object, or JSON Lines when
-streaming. Written with plain writes: never rich markup, never re-wrapped, so it pipes."""
+"""stdout: the answer as plain text, or the JSON object (docs/decisions.md#the-json-contract),
+or JSON Lines when streaming. Written with plain writes: never rich markup, never
+re-wrapped, so it pipes."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def write_json(
     out: TextIO | None = None,
     error_extra: Mapping[str, object] | None = None,
 ) -> None:
-    """The design's object; `error_extra` adds what the CLI knows about a failure (the
+    """The --json object; `error_extra` adds what the CLI knows about a failure (the
     seconds to wait before retrying)."""
     obj = json_object(result, error_extra)
     if json_lines:

@@ -1,4 +1,4 @@
-"""Anthropic Messages API (provider reference §3).
+"""Anthropic Messages API (docs/anthropic.md).
 
 Request: `x-api-key`, `anthropic-version: 2023-06-01`, top-level `system`, required
 `max_tokens`. Reply: text blocks in `content[]`, `stop_reason`, `usage.input_tokens` /
@@ -41,7 +41,7 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 REFUSED = "The model declined to answer this request."
 ROLES = {Role.CUSTOMER: "user", Role.AGENT: "assistant"}
-# stop_reason values that end an answer before its end (reference §3.2).
+# stop_reason values that end an answer before its end (docs/anthropic.md#anthropic-response).
 CUT_SHORT = {
     "max_tokens": ErrorKind.OUTPUT_LIMIT,
     "model_context_window_exceeded": ErrorKind.CONTEXT_WINDOW,

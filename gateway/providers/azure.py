@@ -1,5 +1,5 @@
 """Azure OpenAI: the OpenAI protocol (body, replies, streams, refusals all shared with
-`openai.py`), with Azure's address and key header (provider reference §5).
+`openai.py`), with Azure's address and key header (docs/azure.md).
 
 `model` is the Azure deployment name and goes into the path; `base_url` is the resource
 endpoint; `api_version` selects the API. Azure serves OpenAI's own models, reasoning ones
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from gateway.config import Deployment
     from gateway.secrets.key import Secret
 
-# The GA version the official SDK documents for the classic deployment path (reference §5.1).
+# The GA version the official SDK documents for the classic deployment path
+# (docs/azure.md#azure-request).
 DEFAULT_API_VERSION = "2024-10-21"
 
 

@@ -1,4 +1,4 @@
-"""Google Gemini `generateContent` on the Generative Language API (provider reference §4).
+"""Google Gemini `generateContent` on the Generative Language API (docs/gemini.md).
 
 Request: `x-goog-api-key` (never `?key=`: a URL ends up in logs), `systemInstruction`,
 `contents`, `generationConfig.maxOutputTokens`. Reply: text in
@@ -66,7 +66,7 @@ REFUSAL_FINISH_REASONS = frozenset(
 )
 
 
-# finishReason values that end an answer before its end (reference §4.2).
+# finishReason values that end an answer before its end (docs/gemini.md#gemini-response).
 CUT_SHORT = {"MAX_TOKENS": ErrorKind.OUTPUT_LIMIT}
 
 

@@ -1,9 +1,10 @@
 """OpenAI Chat Completions, and every server that speaks it: Ollama, vLLM, Groq, Mistral,
 OpenRouter, Together, DeepSeek (`base_url`), and Azure OpenAI (`azure.py` reuses all of this).
 
-Wire facts (provider reference §2, §5, §6): text in `choices[0].message.content`; a refusal
-in `message.refusal` (usually with finish_reason "stop", so it is checked first) or
-finish_reason "content_filter"; usage in `usage.prompt_tokens` / `completion_tokens`.
+Wire facts (docs/openai.md, docs/azure.md, docs/compatible.md): text in
+`choices[0].message.content`; a refusal in `message.refusal` (usually with finish_reason
+"stop", so it is checked first) or finish_reason "content_filter"; usage in
+`usage.prompt_tokens` / `completion_tokens`.
 Streams are `data:` frames ending in `data: [DONE]`; a chunk with `choices: []` carries
 only usage or (Azure's first chunk) `prompt_filter_results`; an error mid-stream is a
 frame `{"error": {...}}`; OpenRouter may answer 200 with `choices[0].finish_reason "error"`.
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 FILTERED = "The provider's content filter withheld this answer."
-# finish_reason values that end an answer before its end (reference §2.2). "length" says
-# only that max tokens were reached: the output limit, or (rarely) the model's window.
+# finish_reason values that end an answer before its end (docs/openai.md#openai-response).
+# "length" says only that max tokens were reached: the output limit, or (rarely) the model's window.
 CUT_SHORT = {"length": ErrorKind.OUTPUT_LIMIT}
 ROLES = {Role.CUSTOMER: "user", Role.AGENT: "assistant"}
 

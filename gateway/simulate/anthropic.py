@@ -1,4 +1,4 @@
-"""Anthropic Messages, as its fake server speaks it (reference §3).
+"""Anthropic Messages, as its fake server speaks it (docs/anthropic.md).
 
 Anthropic has no separate "prompt blocked" answer: its safety system refuses, so
 `blocked` answers as `refusal` does. Its quota exhaustion arrives as a 400 whose only tell
@@ -35,7 +35,7 @@ _REFUSAL: Json = {"type": "refusal", "category": None, "explanation": None}
 
 
 class AnthropicWire:
-    """Anthropic Messages (reference §3)."""
+    """Anthropic Messages (docs/anthropic.md)."""
 
     errors: Mapping[int, tuple[str, str]] = {
         400: (
@@ -208,7 +208,8 @@ class AnthropicWire:
         return self._envelope(400, "invalid_request_error", message, self.headers(call))
 
     def quota(self, call: Call) -> httpx.Response:
-        # Seen in the wild as a 400, not 402 (reference §1.1): only the message tells.
+        # Seen in the wild as a 400, not 402 (docs/across-providers.md#the-status-is-not-enough):
+        # only the message tells.
         return self._envelope(
             400,
             "invalid_request_error",

@@ -1,4 +1,5 @@
-"""Azure OpenAI, as its fake server speaks it: OpenAI's shape plus Azure's own (reference §5).
+"""Azure OpenAI, as its fake server speaks it: OpenAI's shape plus Azure's own
+(docs/azure.md).
 
 What Azure adds: content-filter results on every answer and chunk, a first stream chunk
 with empty choices, string error codes, its own 401/404/429 wording, and the output
@@ -36,7 +37,7 @@ _AZURE_SAFE = {
 
 
 class AzureWire(OpenAIWire):
-    """Azure OpenAI: OpenAI's shape plus content-filter results, string error codes (§5)."""
+    """Azure OpenAI: OpenAI's shape plus content-filter results, string error codes."""
 
     required = ("messages",)  # the deployment in the path names the model
 
@@ -114,7 +115,7 @@ class AzureWire(OpenAIWire):
 
     def refusal(self, call: Call) -> httpx.Response:
         # Azure's output filter: a 200 whose finish_reason is content_filter and whose
-        # content is withheld (reference §5.2).
+        # content is withheld (docs/azure.md#azure-response).
         reply: Json | Stream
         if call.stream:
             reply = self._stream(call, "", "content", "content_filter")

@@ -1,4 +1,5 @@
-"""Gemini generateContent / streamGenerateContent, as its fake server speaks it (reference §4).
+"""Gemini generateContent / streamGenerateContent, as its fake server speaks it
+(docs/gemini.md).
 
 The status is the meaning; Gemini decides the wire: it reports a bad key as 400
 INVALID_ARGUMENT with reason API_KEY_INVALID, so `401` answers that. A Retry-After goes
@@ -75,7 +76,7 @@ _SAFETY: list[Json] = [
 
 
 class GeminiWire:
-    """Gemini generateContent / streamGenerateContent (reference §4)."""
+    """Gemini generateContent / streamGenerateContent (docs/gemini.md)."""
 
     messages: Mapping[int, str] = {
         400: 'Invalid JSON payload received. Unknown name "max_tokens": Cannot find field.',
@@ -245,12 +246,14 @@ class GeminiWire:
         return stream.response(call.request, self.headers(call))
 
     def empty(self, call: Call) -> httpx.Response:
-        # A candidate with a finish reason and no content at all (reference §4.2).
+        # A candidate with a finish reason and no content at all
+        # (docs/gemini.md#gemini-response).
         body = self._response(call, self._candidate(None, "STOP"), self._usage(call, 0))
         return self._whole(call, body)
 
     def refusal(self, call: Call) -> httpx.Response:
-        # The answer was blocked: finishReason SAFETY, no content (reference §4.2).
+        # The answer was blocked: finishReason SAFETY, no content
+        # (docs/gemini.md#gemini-response).
         body = self._response(
             call,
             self._candidate(None, "SAFETY", safetyRatings=_SAFETY),

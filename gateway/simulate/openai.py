@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions, as its fake server speaks it (reference §2).
+"""OpenAI Chat Completions, as its fake server speaks it (docs/openai.md).
 
 Azure OpenAI shares this shape and builds on it (`gateway.simulate.azure`).
 """
@@ -30,7 +30,7 @@ from gateway.simulate.wire import (
 
 
 class OpenAIWire:
-    """OpenAI Chat Completions (reference §2)."""
+    """OpenAI Chat Completions (docs/openai.md)."""
 
     path_end = "/chat/completions"
     required: tuple[str, ...] = ("model", "messages")
@@ -160,7 +160,7 @@ class OpenAIWire:
 
     def refusal(self, call: Call) -> httpx.Response:
         # OpenAI's structured refusal: content null, the refusal in its own field,
-        # finish_reason still "stop" (reference §1.4).
+        # finish_reason still "stop" (docs/across-providers.md#refusals).
         reply: Json | Stream
         if call.stream:
             reply = self._stream(call, REFUSAL_TEXT, "refusal", "stop")
@@ -192,7 +192,8 @@ class OpenAIWire:
         head = [sse(self._chunk(call, {"role": "assistant", "content": "", "refusal": None}))]
         deltas = [sse(self._chunk(call, {field: piece})) for piece in pieces]
         tail = [sse(self._chunk(call, {}, finish))]
-        # The usage chunk comes only when asked for, as from the real API (reference §2.1).
+        # The usage chunk comes only when asked for, as from the real API
+        # (docs/openai.md#openai-request).
         options = call.body.get("stream_options")
         if isinstance(options, dict) and options.get("include_usage") is True:
             usage = self._base(call, "chat.completion.chunk")

@@ -348,7 +348,7 @@ def test_an_answer_ending_in_a_newline_gets_no_second_one(home: Path, engine: An
     assert run(["q", "-a", "kb"]).stdout == "Line one.\nLine two.\n"
 
 
-def test_json_on_success_is_the_design_object(home: Path, engine: Any) -> None:
+def test_json_on_success_is_the_contract_object(home: Path, engine: Any) -> None:
     fake = engine(FELL_BACK)
     out = run(["q", "-a", "kb", "--json"])
     assert out.exit_code == 0

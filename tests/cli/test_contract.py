@@ -143,8 +143,8 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     took = time.monotonic() - began
 
     assert proc.returncode == 75, err
-    # The design's budget + 0.5 s, and as much again for a test machine under load (the
-    # 2 s spent before the engine would show as more than that if it were added).
+    # The budget + 0.5 s (docs/decisions.md#the-budget), and as much again for a test machine under
+    # load (the 2 s spent before the engine would show as more than that if it were added).
     assert took < budget + 0.5 + 0.5, f"{took:.2f} s for a {budget} s budget"
     result = json.loads(out)
     assert result["elapsed_s"] == pytest.approx(budget, abs=0.5)  # from the start, too

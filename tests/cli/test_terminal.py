@@ -517,7 +517,7 @@ def test_stats_and_eval_to_a_reader_that_is_gone_exit_141_quietly(
 def test_streaming_onto_the_same_terminal_the_table_is_live_through_the_waits(
     tmp_path: Path, providers: Providers
 ) -> None:
-    # Issue 12 item 9: with --stream and stdout on the terminal too, the table is live
+    # With --stream and stdout on the terminal too, the table is live
     # while the engine waits, is cleared the moment the answer's text starts, and the
     # final table follows the answer.
     providers.rate_limited = 2

@@ -1,10 +1,10 @@
 """Provider replies as the providers send them, and a MockTransport that replays them.
 
 Each `fixtures/providers/<provider>.json` maps a case name to one HTTP reply: `source`
-(where the payload comes from: a docs page, an SDK file, an issue thread, or the provider
-reference section that quotes it), `status`, `headers`, and the body as `body` (JSON),
-`text` (raw text), or `sse` (the event stream's lines, each ended by `newline`, so CRLF
-streams stay CRLF).
+(where the payload comes from: a docs page, an SDK file, a GitHub thread, or the section
+of docs/providers.md that sums it up with its source), `status`, `headers`, and the body as
+`body` (JSON), `text` (raw text), or `sse` (the event stream's lines, each ended by
+`newline`, so CRLF streams stay CRLF).
 
     from tests.support.provider_fixtures import case, replay
 

@@ -22,7 +22,8 @@ NOW = float(calendar.timegm((2023, 9, 29, 16, 26, 37)))
 @pytest.mark.parametrize(
     ("headers", "expected"),
     [
-        # Forms read by openai-python _parse_retry_after_header (reference §2.7).
+        # Forms read by openai-python _parse_retry_after_header
+        # (docs/openai.md#openai-sdk-retries).
         pytest.param({"retry-after": "20"}, 20.0, id="seconds"),
         pytest.param({"retry-after": "0.5"}, 0.5, id="fractional-seconds"),
         pytest.param({"retry-after-ms": "1500"}, 1.5, id="ms"),
@@ -56,7 +57,8 @@ def test_http_date_is_relative_to_the_injected_clock() -> None:
 
 
 def test_httpx_headers_are_case_insensitive() -> None:
-    # Azure sends both; Microsoft recommends following retry-after-ms (reference §5.3).
+    # Azure sends both; Microsoft recommends following retry-after-ms
+    # (docs/azure.md#azure-errors).
     headers = httpx.Headers({"Retry-After-Ms": "6000", "Retry-After": "7"})
     assert parse_retry_after(headers, now=NOW) == 6.0
 
@@ -121,7 +123,7 @@ def test_parse_duration(text: str, seconds: float | None) -> None:
             2.463586755,
             id="gemini-retryinfo-unwrapped",
         ),
-        # Gemini's list-wrapped body (reference §1.7).
+        # Gemini's list-wrapped body (docs/across-providers.md#error-body-shapes).
         pytest.param(
             [{"error": {"details": [{"@type": "google.rpc.RetryInfo", "retryDelay": "26s"}]}}],
             26.0,
@@ -150,7 +152,7 @@ def test_parse_duration(text: str, seconds: float | None) -> None:
             578.016,
             id="groq-go-duration",
         ),
-        # Azure 429 (reference §5.3).
+        # Azure 429 (docs/azure.md#azure-errors).
         pytest.param(
             {
                 "code": "429",

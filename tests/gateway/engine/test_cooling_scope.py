@@ -1,4 +1,4 @@
-"""What failed is what cools (issue 17), in-process: every class of failure on `primary`,
+"""What failed is what cools, in-process: every class of failure on `primary`,
 for two deployments on one key, on two keys, and two keys on one deployment. Which
 deployments are called with which key, what is cooled and for how long, and what the next
 question skips (scripted providers, virtual time)."""

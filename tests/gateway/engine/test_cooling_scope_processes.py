@@ -1,4 +1,4 @@
-"""What failed is what cools (issue 17), across real `support-ask simulate` processes: one
+"""What failed is what cools, across real `support-ask simulate` processes: one
 machine's invocations sharing a state file, and two machines sharing a real redis-server on
 a free loopback port. A representative part of the table in tests/support/cooling_table.py
 (every class is covered in-process by tests/gateway/engine/test_cooling_scope.py)."""

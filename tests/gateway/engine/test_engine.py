@@ -856,7 +856,7 @@ def test_each_attempt_reaches_the_hook_before_its_wait_and_is_logged(caplog):
     assert any("primary #2 200 ok -> answered" in m for m in messages)
 
 
-def test_the_result_json_has_the_designed_shape():
+def test_the_result_json_has_the_contract_shape():
     h = Harness({"primary": [failure(ErrorKind.RATE_LIMIT), answer("ok")], "fallback": []})
     data = h.ask().as_json()
     assert data["schema_version"] == 1

@@ -29,7 +29,7 @@ from gateway.secrets.key import Secret
 from tests.support.loopback import LoopbackServer
 
 TIMEOUT = 0.5
-MARGIN = 0.5  # the design's "small margin"; the bound holds well within it
+MARGIN = 0.5  # the budget's margin (docs/decisions.md#the-budget); the bound holds well within it
 HOST = "api.example.test"  # .test never resolves for real: only the injected resolver knows it
 BODY = {"model": "m", "messages": [{"role": "user", "content": "Where is my invoice?"}]}
 REQUEST = Request(system="Be brief.", question="Where is my invoice?", max_output_tokens=50)

@@ -20,7 +20,7 @@ from tests.support.loopback import Exchange, LoopbackServer, refused_url
 
 REQUEST = Request(system="Be brief.", question="Where is my invoice?", max_output_tokens=50)
 TIMEOUT = 0.5
-MARGIN = 0.25  # the deadline holds to well within the 0.5 s the design allows
+MARGIN = 0.25  # well within the budget's 0.5 s margin (docs/decisions.md#the-budget)
 
 
 def provider(base_url: str) -> OpenAIProvider:
