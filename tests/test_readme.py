@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.markdown import anchors
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCS = {p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}
@@ -188,15 +190,6 @@ def test_every_flag_of_every_command_is_on_its_reference_page(command: str) -> N
     assert not missing, f"{command}: {sorted(missing)} not in docs/{COMMAND_PAGES[command]}"
 
 
-def _anchors(text: str) -> set[str]:
-    """The ids GitHub gives a page's headings: lower case, punctuation dropped, spaces as -."""
-    prose = re.sub(r"```.*?```", "", text, flags=re.S)  # a `# comment` in a block is no heading
-    return {
-        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-        for heading in re.findall(r"^#{1,6} (.+)$", prose, flags=re.M)
-    }
-
-
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_every_link_reaches_a_page_and_a_heading_in_it(page: str) -> None:
     here = (ROOT / page).parent
@@ -207,7 +200,7 @@ def test_every_link_reaches_a_page_and_a_heading_in_it(page: str) -> None:
         file = (here / path).resolve() if path else ROOT / page
         assert file.exists(), f"{page}: {target} leads nowhere"
         if anchor:
-            assert anchor in _anchors(file.read_text(encoding="utf-8")), f"{page}: no #{anchor}"
+            assert anchor in anchors(file.read_text(encoding="utf-8")), f"{page}: no #{anchor}"
 
 
 def test_every_docs_page_is_one_link_from_the_readme() -> None:
