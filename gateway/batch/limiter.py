@@ -103,6 +103,12 @@ class Limiter:
             self._local.ticket = None
             self._release(ticket)
 
+    def give_back(self, ticket: Ticket) -> None:
+        """Return a ticket whose question was never started: nothing was learnt from it."""
+        with self._cond:
+            self._in_flight -= 1
+            self._cond.notify_all()
+
     def _release(self, ticket: Ticket) -> None:
         with self._cond:
             self._in_flight -= 1

@@ -192,6 +192,9 @@ class BatchRunner:
     def _admit(self) -> Ticket | None:
         while not self._stopping:
             ticket = self._limiter.acquire(TICK_S)
+            if ticket is not None and self._stopping:  # asked for while we waited for it
+                self._limiter.give_back(ticket)
+                return None
             if ticket is not None:
                 return ticket
             self._tick()

@@ -234,7 +234,8 @@ def test_stop_starts_nothing_new_and_lets_the_questions_in_flight_finish():
     while len(started) < 3 and time.monotonic() < deadline:
         time.sleep(0.005)
     batch.stop()
-    time.sleep(0.2)  # time enough to start another one, if stop did not hold
+    # Every worker is held, so none can have started a fourth; once released, a worker that
+    # did not see the stop would take the next question before the run could end.
     release.set()
     thread.join(5)
 
@@ -247,7 +248,12 @@ def test_abort_returns_at_once_and_nothing_is_written_after_it():
     out = Out()
     release = threading.Event()
 
+    workers: set[threading.Thread] = set()
+    both = threading.Barrier(3)  # the two in flight, and this test
+
     def ask(question: Question) -> Result:
+        workers.add(threading.current_thread())
+        both.wait(5)
         release.wait(5)
         return result()
 
@@ -255,11 +261,13 @@ def test_abort_returns_at_once_and_nothing_is_written_after_it():
     returned = threading.Event()
     thread = threading.Thread(target=lambda: (batch.run(), returned.set()))
     thread.start()
-    time.sleep(0.1)
+    both.wait(5)  # two questions in flight
     batch.abort()
     assert returned.wait(2)
     release.set()
-    time.sleep(0.1)  # the stragglers finish now, and find the writer closed
+    for worker in workers:  # the stragglers finish now, and find the writer closed
+        worker.join(5)
+        assert not worker.is_alive()
     assert out.getvalue() == b""
 
 
