@@ -94,6 +94,7 @@ def test_the_readme_shows_commands_to_run() -> None:
     assert len(readme_commands()) >= 15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", readme_commands())
 def test_every_readme_command_runs(command: str, offline_env: dict[str, str]) -> None:
     stdin = "Can I get a refund?\n" if command.split()[1:2] == ["-"] else ""
@@ -103,6 +104,7 @@ def test_every_readme_command_runs(command: str, offline_env: dict[str, str]) ->
     assert proc.returncode not in (1, 2), (proc.returncode, proc.stderr)
 
 
+@pytest.mark.slow
 def test_the_main_command_answers_offline_and_shows_why_llms_were_skipped(
     offline_env: dict[str, str],
 ) -> None:
@@ -117,6 +119,7 @@ def test_the_main_command_answers_offline_and_shows_why_llms_were_skipped(
     assert "local" in proc.stderr
 
 
+@pytest.mark.slow
 def test_the_json_example_has_the_fields_the_readme_names(offline_env: dict[str, str]) -> None:
     proc = run('support-ask "Can I get a refund?" -a examples/kb --json', offline_env)
     data = json.loads(proc.stdout)
@@ -179,6 +182,7 @@ def _long_options(command: list[str]) -> set[str]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMAND_PAGES))
 def test_every_flag_of_every_command_is_on_its_reference_page(command: str) -> None:
     page = DOCS[COMMAND_PAGES[command]]

@@ -36,7 +36,10 @@ from tests.support.cli_runner import write_loopback_workdir
 from tests.support.loopback import Exchange, LoopbackServer
 from tests.support.provider_fixtures import case
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and a pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and a pty"),
+    pytest.mark.slow,  # a support-ask batch process per test
+]
 
 ARTICLE = "Open Settings, then choose Reset password."
 

@@ -14,6 +14,8 @@ import pytest
 from tests.cli.test_batch import Providers, batch, records, workdir
 from tests.support.helpcentre import age, write_centre
 
+pytestmark = pytest.mark.slow  # a support-ask batch process per test
+
 REFUND = "Write to billing@acme.example within 30 days of the charge to get your money back."
 EXPORT = "Open Settings, choose Data, then Export archive to download every mailbox as mbox."
 QUESTIONS = {

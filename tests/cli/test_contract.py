@@ -87,6 +87,7 @@ def wait_for(condition: object, what: str) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("signum", "code", "said"),
     [
@@ -125,6 +126,7 @@ def test_a_signal_stops_the_run_at_once_with_a_result_and_the_question_logged(
     assert [(line["deployment"], line["outcome"]) for line in logged] == [("primary", "failed")]
 
 
+@pytest.mark.slow
 def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     tmp_path: Path, providers: Providers
 ) -> None:
@@ -156,6 +158,7 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     assert "cooling down" not in result["error"]["message"]  # nothing was when it began
 
 
+@pytest.mark.slow
 def test_json_on_a_command_line_typer_rejects_still_prints_one_object(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cli", "q", "--json", "--budget", "soon"],

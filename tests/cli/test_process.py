@@ -15,6 +15,8 @@ import pytest
 from tests.support.cli_runner import write_loopback_workdir
 from tests.support.loopback import Exchange, LoopbackServer
 
+pytestmark = pytest.mark.slow  # support-ask processes against a loopback server
+
 ANSWER = "Open Settings, then choose Reset password."
 
 

@@ -21,6 +21,8 @@ from gateway.secrets.shapes import PLACEHOLDER
 from tests.support.cli_runner import write_loopback_workdir
 from tests.support.loopback import Exchange, LoopbackServer
 
+pytestmark = pytest.mark.slow  # support-ask processes against a loopback server
+
 OPENAI_KEY = "corp-Gw-7f3a9c1e55d0b2aa9e41"
 ANTHROPIC_KEY = "team-Relay-0b2aa9e41c7f3a9c"
 

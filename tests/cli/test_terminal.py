@@ -26,9 +26,12 @@ from tests.support.cli_runner import write_loopback_workdir
 from tests.support.loopback import Exchange, LoopbackServer
 from tests.support.paths import REPO
 
-pytestmark = pytest.mark.skipif(
-    sys.platform == "win32" or not hasattr(os, "openpty"), reason="needs a pseudo-terminal"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        sys.platform == "win32" or not hasattr(os, "openpty"), reason="needs a pseudo-terminal"
+    ),
+    pytest.mark.slow,  # support-ask processes on a pseudo-terminal
+]
 
 ANSWER = "Open Settings, then choose Reset password."
 FALLBACK_ANSWER = "From the fallback: " + ANSWER

@@ -25,6 +25,8 @@ from tests.support.cooling_table import (
 )
 from tests.support.redis_server import RedisServer, redis_server
 
+pytestmark = pytest.mark.slow  # support-ask processes, a real redis-server
+
 CASE = {c.name: c for c in CASES}
 LAYOUT = {layout.name: layout for layout in LAYOUTS}
 SHARED = LAYOUT["one_key_two_deployments"]

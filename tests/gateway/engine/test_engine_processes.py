@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import REPO
+
+pytestmark = pytest.mark.slow  # processes sharing one state file
 
 ROOT = REPO
 

@@ -21,6 +21,8 @@ from tests.support.loopback import Exchange
 from tests.support.paths import REPO
 from tests.support.redis_server import RedisServer, redis_server, silent_server
 
+pytestmark = pytest.mark.slow  # twenty processes racing, a real redis-server
+
 ROOT = REPO
 QUESTION = ("How do I reset my password?", "-a", "kb")
 

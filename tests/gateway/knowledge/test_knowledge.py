@@ -281,6 +281,7 @@ def test_an_unwritable_cache_dir_means_an_in_memory_index_with_a_warning(
     assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
 
 
+@pytest.mark.slow
 def test_three_processes_building_one_index_at_once_all_answer_and_share_it(
     tmp_path: Path,
 ) -> None:

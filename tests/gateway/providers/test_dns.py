@@ -134,6 +134,7 @@ def test_hanging_lookup_is_cut_at_the_connect_timeout_when_that_is_shorter(
     assert 0.25 <= elapsed < 0.3 + MARGIN
 
 
+@pytest.mark.slow
 def test_a_lookup_stuck_for_good_does_not_keep_the_process_alive() -> None:
     # The CLI answers, then exits: a resolver thread still waiting must not hold it.
     script = """

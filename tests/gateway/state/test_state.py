@@ -454,6 +454,7 @@ print(json.dumps({"reads": reads, "bad": bad, "shrank": shrank}))
 WRITERS = 24
 
 
+@pytest.mark.slow
 def test_concurrent_processes_lose_no_update_and_never_see_a_broken_file(
     tmp_path: Path,
 ) -> None:
