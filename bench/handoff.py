@@ -91,7 +91,7 @@ def _docsets(ctx: Context) -> list[DocSet]:
 def run(ctx: Context) -> list[Row]:
     from gateway.config import load_default_config
     from gateway.knowledge.centre import open_centre
-    from gateway.knowledge.files import Limits
+    from gateway.knowledge.files import ArticleCaps
     from gateway.knowledge.select import select
     from gateway.observe.retrieval import judge
 
@@ -108,7 +108,7 @@ def run(ctx: Context) -> list[Row]:
         if problems:
             raise RunFailed("the questions no longer match the pages:\n" + "\n".join(problems))
         index = open_centre(
-            [folder], limits=Limits(), cache_dir=lambda: ctx.folder("handoff-cache"),
+            [folder], limits=ArticleCaps(), cache_dir=lambda: ctx.folder("handoff-cache"),
             whole=budget is None, warn=lambda _: None, keep=docset is not KB,
         )  # fmt: skip
         held, tuning = _golden(docset)

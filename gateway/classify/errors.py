@@ -68,7 +68,8 @@ def _decode(body: object) -> tuple[object, str]:
 
 
 def _unwrap(parsed: object) -> dict[str, object] | None:
-    """The error object inside any of the providers' body shapes (reference §1.7, §7.2)."""
+    """The error object inside any of the providers' body shapes
+    (docs/across-providers.md#error-body-shapes)."""
     if isinstance(parsed, list):
         # Gemini (and its OpenAI-compat endpoint) can send [{"error": {...}}].
         parsed = parsed[0] if parsed else None
@@ -274,7 +275,8 @@ def classify_response(
         # meet the same verdict however often they are sent.
         decision = Decision.RETRY
     elif should_retry == "false" and decision is Decision.RETRY:
-        # The server forbids retrying a transient failure: move on now (reference §1.8).
+        # The server forbids retrying a transient failure: move on now
+        # (docs/across-providers.md#x-should-retry).
         decision = Decision.FAIL_OVER
 
     retry_after = parse_retry_after(headers, now=now)

@@ -67,10 +67,10 @@ _F = Field
 @functools.cache
 def body_rules() -> tuple[Rule, ...]:
     # Order is precedence: the first rule that matches decides. Rough order, after
-    # reference §7: refusal, hard quota/billing, context window, per-day quotas,
-    # auth/region, model not found.
+    # docs/providers.md#the-order-of-the-rules: refusal, hard quota/billing, context window,
+    # per-day quotas, auth/region, model not found.
     return (
-        # -- refusal / safety (§1.4, §7.4): FATAL, whatever the status.
+        # -- refusal / safety: FATAL, whatever the status (docs/across-providers.md#refusals).
         Rule(
             _K.REFUSAL,
             _F.CODE,
@@ -91,7 +91,7 @@ def body_rules() -> tuple[Rule, ...]:
             _text(r"triggering Azure OpenAI's content management policy"),
             _text(r"flagged as potentially violating our usage polic"),
         ),
-        # -- billing / quota that no wait within a question fixes (§7.5).
+        # -- billing / quota that no wait within a question fixes.
         Rule(_K.QUOTA, _F.TYPE, _one_of("insufficient_quota", "billing_error")),
         Rule(
             _K.QUOTA,
@@ -113,7 +113,8 @@ def body_rules() -> tuple[Rule, ...]:
             _text(r"\binsufficient (?:credits|balance|funds)\b"),  # OpenRouter/DeepSeek 402
             _text(r"\bspend(?:ing)? limit\b"),
         ),
-        # -- context window or request size (§1.3, §7.6): fail over, never cool down.
+        # -- context window or request size: fail over, never cool down
+        # (docs/across-providers.md#context-overflow).
         Rule(_K.CONTEXT_WINDOW, _F.CODE, _one_of("context_length_exceeded", "request_too_large")),
         Rule(_K.CONTEXT_WINDOW, _F.TYPE, _one_of("request_too_large")),  # Anthropic 413
         *_rules(
@@ -133,7 +134,8 @@ def body_rules() -> tuple[Rule, ...]:
             # fail over (maybe to a bigger-limit deployment) and do not cool this one down.
             _text(r"request too large for\b"),
         ),
-        # -- quotas measured per day (or set to zero): waiting out a minute does not help (§1.1).
+        # -- quotas measured per day (or set to zero): waiting out a minute does not help
+        # (docs/across-providers.md#the-status-is-not-enough).
         Rule(_K.QUOTA, _F.QUOTA_ID, _text(r"PerDay")),  # Gemini QuotaFailure
         *_rules(
             _K.QUOTA,
@@ -143,7 +145,7 @@ def body_rules() -> tuple[Rule, ...]:
             _text(r"\blimit: 0(?!\d|\.\d)"),
             _text(r"\bper day\b"),  # Groq/OpenAI "on tokens per day (TPD)", "requests per day"
         ),
-        # -- credentials, permission, region (§1.2, §7.7).
+        # -- credentials, permission, region (docs/across-providers.md#bad-credentials).
         Rule(_K.AUTH, _F.REASON, _one_of("API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED")),
         Rule(
             _K.AUTH,
@@ -168,7 +170,7 @@ def body_rules() -> tuple[Rule, ...]:
             _text(r"\binvalid (?:x-)?api[ _-]?key\b"),  # Anthropic "invalid x-api-key"
             _text(r"user location is not supported"),  # Gemini region block
         ),
-        # -- the model or deployment does not exist here (§7.7).
+        # -- the model or deployment does not exist here.
         Rule(
             _K.MODEL_NOT_FOUND,
             _F.CODE,
@@ -293,8 +295,8 @@ def exception_kinds() -> tuple[tuple[type[BaseException], ErrorKind, str], ...]:
         (ConnectionResetError, _K.NETWORK, "connection reset"),
         (ConnectionError, _K.NETWORK, "connection failed"),
         (TimeoutError, _K.TIMEOUT, "timeout"),
-        # An undecodable chunk or body is the server's fault (design: "a chunk that is not
-        # valid JSON is a failure"); retryable like any server error.
+        # An undecodable chunk or body is the server's fault, a failure and not an answer
+        # (docs/decisions.md#streams): retryable like any server error.
         (json.JSONDecodeError, _K.SERVER, "malformed response from the server"),
     )
 

@@ -1,9 +1,9 @@
 """The classifier against real provider error bodies.
 
 Every row is a body a provider really sent (or its documented shape), with its source:
-a provider doc page, an SDK file, or the issue thread it was copied from. Most sources are
-quoted in /work/shared/provider-reference.md (section numbers given as "ref §N"). Where a
-source documents only the type/code, the message text is abridged and the row says so.
+a provider's docs page, an SDK file, or the GitHub thread it was copied from. Most of them
+are summed up, with their sources, in docs/providers.md (cited by section). Where a source
+documents only the type/code, the message text is abridged and the row says so.
 """
 
 from __future__ import annotations
@@ -63,12 +63,13 @@ def case(
 
 
 def oai(message: str, type: str | None, code: str | None, param: str | None = None) -> object:
-    """The OpenAI envelope (ref §2.5), also used by Azure, Groq, Ollama and vLLM."""
+    """The OpenAI envelope (docs/openai.md#openai-errors), also Azure's, Groq's, Ollama's
+    and vLLM's."""
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 def anthropic(type: str, message: str, **extra: object) -> object:
-    """The Anthropic envelope (ref §3.4)."""
+    """The Anthropic envelope (docs/anthropic.md#anthropic-errors)."""
     return {
         "type": "error",
         "error": {"type": type, "message": message, **extra},
@@ -77,7 +78,7 @@ def anthropic(type: str, message: str, **extra: object) -> object:
 
 
 def google(code: int, status: str, message: str, *details: object) -> object:
-    """The google.rpc.Status envelope (ref §4.4)."""
+    """The google.rpc.Status envelope (docs/gemini.md#gemini-errors)."""
     error: dict[str, object] = {"code": code, "message": message, "status": status}
     if details:
         error["details"] = list(details)
@@ -167,7 +168,7 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # ref §2.5: 429 rate_limit_error / slow_down (message abridged).
+    # docs/openai.md#openai-errors: 429 rate_limit_error / slow_down (message abridged).
     case(
         "openai-429-slow-down",
         429,
@@ -198,7 +199,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §2.5: 404 model_not_found.
+    # docs/openai.md#openai-errors: 404 model_not_found.
     case(
         "openai-404-model-not-found",
         404,
@@ -210,7 +211,8 @@ RESPONSE_CASES = [
         K.MODEL_NOT_FOUND,
         FAIL,
     ),
-    # ref §1.3, §2.5: context_length_exceeded, param messages.
+    # docs/across-providers.md#context-overflow, docs/openai.md#openai-errors:
+    # context_length_exceeded, param messages.
     case(
         "openai-400-context-length-exceeded",
         400,
@@ -224,7 +226,8 @@ RESPONSE_CASES = [
         K.CONTEXT_WINDOW,
         FAIL,
     ),
-    # ref §1.4, §2.5 (enricoros/big-AGI#712): safety block on reasoning models.
+    # docs/across-providers.md#refusals, docs/openai.md#openai-errors (enricoros/big-AGI#712):
+    # safety block on reasoning models.
     case(
         "openai-400-invalid-prompt-refusal",
         400,
@@ -238,7 +241,7 @@ RESPONSE_CASES = [
         K.REFUSAL,
         FATAL,
     ),
-    # ref §2.1: max_tokens on a reasoning model.
+    # docs/openai.md#openai-request: max_tokens on a reasoning model.
     case(
         "openai-400-unsupported-parameter",
         400,
@@ -252,7 +255,7 @@ RESPONSE_CASES = [
         K.BAD_REQUEST,
         FATAL,
     ),
-    # ref §2.5: malformed JSON body, null code.
+    # docs/openai.md#openai-errors: malformed JSON body, null code.
     case(
         "openai-400-unparseable-json",
         400,
@@ -265,7 +268,7 @@ RESPONSE_CASES = [
         K.BAD_REQUEST,
         FATAL,
     ),
-    # ref §2.5: 500 server_error.
+    # docs/openai.md#openai-errors: 500 server_error.
     case(
         "openai-500-server-error",
         500,
@@ -277,7 +280,7 @@ RESPONSE_CASES = [
         K.SERVER,
         RETRY,
     ),
-    # ref §2.5: the legacy 503 "engine is currently overloaded".
+    # docs/openai.md#openai-errors: the legacy 503 "engine is currently overloaded".
     case(
         "openai-503-engine-overloaded",
         503,
@@ -286,7 +289,7 @@ RESPONSE_CASES = [
         RETRY,
     ),
     # -------------------------------------------------------------------------- Azure
-    # ref §5.3: string code "429", retry-after and retry-after-ms headers.
+    # docs/azure.md#azure-errors: string code "429", retry-after and retry-after-ms headers.
     case(
         "azure-429-token-rate-limit",
         429,
@@ -305,9 +308,9 @@ RESPONSE_CASES = [
         retry_after=6.0,
         headers={"retry-after": "6", "retry-after-ms": "6000", "x-ms-region": "East US"},
     ),
-    # ref §5.3: the same 429 saying "retry after 86400 seconds" (no quota assigned). It stays a
-    # rate limit with its wait: the engine fails over when a day does not fit the budget, and
-    # cools the deployment down for at least that long.
+    # docs/azure.md#azure-errors: the same 429 saying "retry after 86400 seconds" (no quota
+    # assigned). It stays a rate limit with its wait: the engine fails over when a day does not fit
+    # the budget, and cools the deployment down for at least that long.
     case(
         "azure-429-retry-after-a-day",
         429,
@@ -372,7 +375,7 @@ RESPONSE_CASES = [
         K.REFUSAL,
         FATAL,
     ),
-    # ref §5.3: 401 with a string code.
+    # docs/azure.md#azure-errors: 401 with a string code.
     case(
         "azure-401-invalid-subscription-key",
         401,
@@ -387,7 +390,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §5.3: 404 DeploymentNotFound.
+    # docs/azure.md#azure-errors: 404 DeploymentNotFound.
     case(
         "azure-404-deployment-not-found",
         404,
@@ -402,7 +405,7 @@ RESPONSE_CASES = [
         FAIL,
     ),
     # ---------------------------------------------------------------------- Anthropic
-    # platform.claude.com errors page; ref §3.4: 529 overloaded_error.
+    # platform.claude.com errors page; docs/anthropic.md#anthropic-errors: 529 overloaded_error.
     case(
         "anthropic-529-overloaded",
         529,
@@ -410,8 +413,9 @@ RESPONSE_CASES = [
         K.OVERLOADED,
         RETRY,
     ),
-    # developersdigest summary of platform.claude.com errors ("Number of request tokens has
-    # exceeded your per-minute rate limit"); ref §3.5: retry-after in seconds.
+    # developersdigest summary of platform.claude.com errors ("Number of request tokens has exceeded
+    # your per-minute rate limit"); docs/anthropic.md#anthropic-rate-limit-headers: retry-after in
+    # seconds.
     case(
         "anthropic-429-rate-limit-retry-after",
         429,
@@ -426,7 +430,8 @@ RESPONSE_CASES = [
         retry_after=17.0,
         headers={"retry-after": "17", "anthropic-ratelimit-tokens-reset": "2025-06-01T00:00:17Z"},
     ),
-    # ref §1.1, §3.4: the monthly tier spend cap (docs give the error_code; message abridged).
+    # docs/across-providers.md#the-status-is-not-enough, docs/anthropic.md#anthropic-errors: the
+    # monthly tier spend cap (docs give the error_code; message abridged).
     case(
         "anthropic-429-enforced-spend-limit",
         429,
@@ -438,7 +443,8 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # ref §1.3, §3.4: prompt too long.
+    # docs/across-providers.md#context-overflow, docs/anthropic.md#anthropic-errors: prompt too
+    # long.
     case(
         "anthropic-400-prompt-too-long",
         400,
@@ -470,7 +476,7 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # ref §3.4: a malformed request.
+    # docs/anthropic.md#anthropic-errors: a malformed request.
     case(
         "anthropic-400-roles-must-alternate",
         400,
@@ -482,7 +488,7 @@ RESPONSE_CASES = [
         K.BAD_REQUEST,
         FATAL,
     ),
-    # ref §3.4: 401 authentication_error.
+    # docs/anthropic.md#anthropic-errors: 401 authentication_error.
     case(
         "anthropic-401-invalid-x-api-key",
         401,
@@ -490,7 +496,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §3.4: 402 billing_error (message abridged).
+    # docs/anthropic.md#anthropic-errors: 402 billing_error (message abridged).
     case(
         "anthropic-402-billing-error",
         402,
@@ -498,7 +504,7 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # ref §3.4: 403 permission_error (message abridged).
+    # docs/anthropic.md#anthropic-errors: 403 permission_error (message abridged).
     case(
         "anthropic-403-permission-error",
         403,
@@ -506,7 +512,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §3.4: a retired model.
+    # docs/anthropic.md#anthropic-errors: a retired model.
     case(
         "anthropic-404-retired-model",
         404,
@@ -514,7 +520,8 @@ RESPONSE_CASES = [
         K.MODEL_NOT_FOUND,
         FAIL,
     ),
-    # ref §1.7, §3.4: Cloudflare's 413, no top-level "type".
+    # docs/across-providers.md#error-body-shapes, docs/anthropic.md#anthropic-errors: Cloudflare's
+    # 413, no top-level "type".
     case(
         "anthropic-413-request-too-large-cloudflare",
         413,
@@ -522,8 +529,9 @@ RESPONSE_CASES = [
         K.CONTEXT_WINDOW,
         FAIL,
     ),
-    # ref §3.4: 409 conflict_error is retryable (lib/_retry.py _RETRYABLE_4XX). This row and
-    # the next two: types from ref §3.4, messages abridged.
+    # docs/anthropic.md#anthropic-errors: 409 conflict_error is retryable (lib/_retry.py
+    # _RETRYABLE_4XX). This row and the next two: types from docs/anthropic.md#anthropic-errors,
+    # messages abridged.
     case(
         "anthropic-409-conflict",
         409,
@@ -643,7 +651,8 @@ RESPONSE_CASES = [
         K.RATE_LIMIT,
         RETRY,
     ),
-    # ref §1.2, §4.4: an invalid key is a 400, not a 401.
+    # docs/across-providers.md#bad-credentials, docs/gemini.md#gemini-errors: an invalid key is a
+    # 400, not a 401.
     case(
         "gemini-400-api-key-invalid",
         400,
@@ -661,7 +670,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §1.2: region block.
+    # docs/across-providers.md#bad-credentials: region block.
     case(
         "gemini-400-user-location",
         400,
@@ -669,7 +678,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §1.3: context overflow as INVALID_ARGUMENT.
+    # docs/across-providers.md#context-overflow: context overflow as INVALID_ARGUMENT.
     case(
         "gemini-400-input-token-count",
         400,
@@ -682,7 +691,7 @@ RESPONSE_CASES = [
         K.CONTEXT_WINDOW,
         FAIL,
     ),
-    # ref §4.1: an unknown field.
+    # docs/gemini.md#gemini-request: an unknown field.
     case(
         "gemini-400-unknown-field",
         400,
@@ -695,7 +704,7 @@ RESPONSE_CASES = [
         K.BAD_REQUEST,
         FATAL,
     ),
-    # ref §4.4: 402 prepaid credit depleted.
+    # docs/gemini.md#gemini-errors: 402 prepaid credit depleted.
     case(
         "gemini-402-prepaid-credit",
         402,
@@ -703,7 +712,8 @@ RESPONSE_CASES = [
         K.QUOTA,
         FAIL,
     ),
-    # ref §4.4: 403 PERMISSION_DENIED, "leaked key" among its causes (message abridged).
+    # docs/gemini.md#gemini-errors: 403 PERMISSION_DENIED, "leaked key" among its causes (message
+    # abridged).
     case(
         "gemini-403-permission-denied",
         403,
@@ -711,7 +721,7 @@ RESPONSE_CASES = [
         K.AUTH,
         FAIL,
     ),
-    # ref §4.4: 404 NOT_FOUND for a model.
+    # docs/gemini.md#gemini-errors: 404 NOT_FOUND for a model.
     case(
         "gemini-404-model-not-found",
         404,
@@ -725,7 +735,8 @@ RESPONSE_CASES = [
         K.MODEL_NOT_FOUND,
         FAIL,
     ),
-    # ref §4.4: 500 INTERNAL, 503 UNAVAILABLE (message from the docs), 504 DEADLINE_EXCEEDED.
+    # docs/gemini.md#gemini-errors: 500 INTERNAL, 503 UNAVAILABLE (message from the docs), 504
+    # DEADLINE_EXCEEDED.
     case(
         "gemini-500-internal",
         500,
@@ -733,7 +744,8 @@ RESPONSE_CASES = [
         K.SERVER,
         RETRY,
     ),
-    # ref §4.4 (troubleshooting table): a 500 whose message names the input's length.
+    # docs/gemini.md#gemini-errors (troubleshooting table): a 500 whose message names the input's
+    # length.
     case(
         "gemini-500-input-context-too-long",
         500,
@@ -756,7 +768,7 @@ RESPONSE_CASES = [
         RETRY,
     ),
     # --------------------------------------------------------------------------- vLLM
-    # vllm-project/vllm#20409 (message); current envelope, int code (ref §6.2).
+    # vllm-project/vllm#20409 (message); current envelope, int code (docs/compatible.md#vllm).
     case(
         "vllm-400-maximum-context-length",
         400,
@@ -773,7 +785,8 @@ RESPONSE_CASES = [
         K.CONTEXT_WINDOW,
         FAIL,
     ),
-    # vllm-project/vllm#4667; the old flat body with no "error" wrapper (ref §1.7).
+    # vllm-project/vllm#4667; the old flat body with no "error" wrapper
+    # (docs/across-providers.md#error-body-shapes).
     case(
         "vllm-old-flat-400-bad-max-tokens",
         400,
@@ -787,7 +800,7 @@ RESPONSE_CASES = [
         K.BAD_REQUEST,
         FATAL,
     ),
-    # ref §6.2: unknown model.
+    # docs/compatible.md#vllm: unknown model.
     case(
         "vllm-404-model-does-not-exist",
         404,
@@ -803,7 +816,7 @@ RESPONSE_CASES = [
         FAIL,
     ),
     # ------------------------------------------------------------------------- Ollama
-    # ollama openai/openai.go NewError + server/routes.go ChatHandler (ref §6.1).
+    # ollama openai/openai.go NewError + server/routes.go ChatHandler (docs/compatible.md#ollama).
     case(
         "ollama-404-model-not-found",
         404,
@@ -879,7 +892,7 @@ RESPONSE_CASES = [
         RETRY,
     ),
     # ------------------------------------------------------------------------ Mistral
-    # ref §6.4: the flat 429.
+    # docs/compatible.md#mistral: the flat 429.
     case(
         "mistral-429-flat-message",
         429,
@@ -887,7 +900,7 @@ RESPONSE_CASES = [
         K.RATE_LIMIT,
         RETRY,
     ),
-    # ref §6.4: the newer 429 with a non-HTTP code and raw_status_code.
+    # docs/compatible.md#mistral: the newer 429 with a non-HTTP code and raw_status_code.
     case(
         "mistral-429-code-1300",
         429,
@@ -902,7 +915,7 @@ RESPONSE_CASES = [
         K.RATE_LIMIT,
         RETRY,
     ),
-    # ref §1.2, §6.4: a bare 401.
+    # docs/across-providers.md#bad-credentials, docs/compatible.md#mistral: a bare 401.
     case("mistral-401-detail-unauthorized", 401, {"detail": "Unauthorized"}, K.AUTH, FAIL),
     # mistralai/mistral-vibe#617: an unknown model is a 400 on Mistral.
     case(
@@ -991,7 +1004,8 @@ RESPONSE_CASES = [
         K.RATE_LIMIT,
         RETRY,
     ),
-    # ref §6.5: the upstream's own rules apply to metadata.raw (here Gemini's per-day quota).
+    # docs/compatible.md#openrouter: the upstream's own rules apply to metadata.raw (here Gemini's
+    # per-day quota).
     case(
         "openrouter-429-upstream-per-day",
         429,
@@ -1010,7 +1024,8 @@ RESPONSE_CASES = [
         FAIL,
         retry_after=35200,  # Gemini's per-day reset, through OpenRouter
     ),
-    # ref §6.5: a non-streaming 200 whose choice failed upstream; the embedded 502 decides.
+    # docs/compatible.md#openrouter: a non-streaming 200 whose choice failed upstream; the embedded
+    # 502 decides.
     case(
         "openrouter-200-choice-error",
         200,
@@ -1045,8 +1060,9 @@ RESPONSE_CASES = [
         K.OVERLOADED,
         RETRY,
     ),
-    # ------------------------------------------------------- proxies and odd shapes (ref §1.7)
-    # Proxies and CDNs (ref §1.7): HTML pages, "error code: 524" text, empty bodies.
+    # ------------------------------------------------------------- proxies and odd shapes
+    # Proxies and CDNs (docs/across-providers.md#error-body-shapes): HTML pages, "error code: 524"
+    # text, empty bodies.
     case(
         "proxy-502-cloudflare-html",
         502,
@@ -1096,7 +1112,8 @@ def test_body_may_be_bytes_text_or_parsed_json(form: str) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "header", "kind", "decision"),
     [
-        # ref §1.8: the Stainless SDKs honour the header before any status rule.
+        # docs/across-providers.md#x-should-retry: the Stainless SDKs honour the header before any
+        # status rule.
         pytest.param(
             400,
             anthropic("invalid_request_error", "Transient validation failure"),
@@ -1323,7 +1340,7 @@ STREAM_CASES = [
         None,
         id="anthropic-timeout",
     ),
-    # sashabaranov/go-openai#396 (ref §2.4): OpenAI Chat mid-stream error.
+    # sashabaranov/go-openai#396 (docs/openai.md#openai-stream): OpenAI Chat mid-stream error.
     pytest.param(
         oai(
             "The server had an error processing your request. Sorry about that! You can retry "
@@ -1336,14 +1353,15 @@ STREAM_CASES = [
         None,
         id="openai-server-error",
     ),
-    # ref §4.3: Gemini mid-stream error; its code is kept as the status.
+    # docs/gemini.md#gemini-stream: Gemini mid-stream error; its code is kept as the status.
     pytest.param(
         google(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
         K.OVERLOADED,
         503,
         id="gemini-unavailable",
     ),
-    # ref §6.5: OpenRouter chunk with a top-level error and finish_reason "error".
+    # docs/compatible.md#openrouter: OpenRouter chunk with a top-level error and finish_reason
+    # "error".
     pytest.param(
         {
             "id": "gen-1",
@@ -1355,7 +1373,7 @@ STREAM_CASES = [
         502,
         id="openrouter-chunk-error",
     ),
-    # ref §2.3: Responses `response.failed` seen in a public fixture.
+    # docs/openai.md#openai-responses-api: Responses `response.failed` seen in a public fixture.
     pytest.param(
         {
             "type": "response.failed",
@@ -1371,7 +1389,8 @@ STREAM_CASES = [
         None,
         id="openai-responses-failed",
     ),
-    # ref §2.3: Responses `error` event (types/responses/response_error_event.py).
+    # docs/openai.md#openai-responses-api: Responses `error` event
+    # (types/responses/response_error_event.py).
     pytest.param(
         {
             "type": "error",
@@ -1384,7 +1403,7 @@ STREAM_CASES = [
         None,
         id="openai-responses-error-event",
     ),
-    # ref §6.2: an old vLLM stream error, wrapped twice.
+    # docs/compatible.md#vllm: an old vLLM stream error, wrapped twice.
     pytest.param(
         {
             "error": {

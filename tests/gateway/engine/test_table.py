@@ -26,7 +26,7 @@ CLASSES = {
     K.BAD_REQUEST: (FATAL, False),
     K.REFUSAL: (FATAL, False),
     K.UNKNOWN: (RETRY, True),
-    # Answers that are not answers (issue 12).
+    # Answers that are not answers: an empty reply, or one cut short.
     K.OUTPUT_LIMIT: (FAIL, False),
     K.EMPTY: (RETRY, True),
 }
