@@ -34,7 +34,13 @@ ROUND_TRIPS = Target.at_most(Measure.TOTAL, 2, "<= 2 round trips")
 ADDED = Target.at_most(Measure.ADDED_MEDIAN, 1e-3, "<= 1 ms added")
 LOST = Target.at_most(Measure.TOTAL, 0, "0 lost")
 ROOT = Path(__file__).resolve().parent.parent
-NAMES = ("primary", "fallback", "local", "key:OPENAI_API_KEY", "key:ANTHROPIC_API_KEY")
+NAMES = (
+    "primary",
+    "fallback",
+    "local",
+    "key:primary/OPENAI_API_KEY",
+    "key:fallback/ANTHROPIC_API_KEY",
+)
 
 WORKER = """
 import json, sys, time
@@ -158,7 +164,9 @@ def _state_work(ctx: Context, server: _Server) -> Row:
 
     file_store, _ = _stores(ctx, server.url)
     location = RedisURL.parse(server.url)
-    credentials = {name: None for name in NAMES} | {key_name("OPENAI_API_KEY"): Secret("sk-x")}
+    credentials = {name: None for name in NAMES} | {
+        key_name("primary", "OPENAI_API_KEY"): Secret("sk-x")
+    }
 
     def redis_question() -> object:
         store = RedisStore(location, fallback=lambda: file_store, known=NAMES)
