@@ -143,6 +143,9 @@ class Article:
     title: str
     path: str
     text: str
+    # Its public address as the article states it (Markdown front matter `url:`, an HTML
+    # page's canonical link); None when it states none.
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ class Source:
     number: int | None
     score: float | None = None
     coverage: float | None = None
+    url: str | None = None  # its article's stated public address (`Article.url`)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -336,6 +340,51 @@ class QuestionError:
         }
 
 
+class Action(StrEnum):
+    """What a script does with an answered question: the JSON `action`."""
+
+    ANSWER = "answer"  # post the answer (exit 0)
+    HANDOFF = "handoff"  # give the ticket to a person; stdout holds the handoff message (exit 5)
+
+
+class HandoffReason(StrEnum):
+    """Why a question was handed off: the JSON `handoff.reason`."""
+
+    NOT_COVERED = "not_covered"  # no passage cleared the relevance floor: no model was asked
+    MODEL = "model"  # the model's reply began with the handoff marker
+    UNCITED = "uncited"  # the answer cites no passage sent, and citations are required
+
+
+@dataclass(frozen=True)
+class Handoff:
+    reason: HandoffReason
+    detail: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"reason": str(self.reason), "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A passage the answer cites: `n` is its marker's number (its place in the prompt,
+    from 1); `url` its article's public address, None when none is known."""
+
+    n: int
+    path: str
+    title: str
+    heading: str
+    url: str | None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "n": self.n,
+            "path": self.path,
+            "title": self.title,
+            "heading": self.heading or None,
+            "url": self.url,
+        }
+
+
 @dataclass(frozen=True)
 class Result:
     """The outcome of one question: always returned, never raised, so JSON can show it."""
@@ -376,6 +425,17 @@ class Result:
     turns_left_out: int = 0
     turn_tokens: int = 0  # their estimated tokens
     language: str | None = None  # ISO 639-1: the language the reply was asked in
+    # What the answer means to a script (`gateway.answers.settle`): None until settled, and
+    # for a question nothing answered.
+    action: Action | None = None
+    handoff: Handoff | None = None
+    citations: tuple[Citation, ...] = ()  # in the order first cited
+    citations_dropped: int = 0  # markers for passages that were not sent, removed
+
+    @property
+    def grounded(self) -> bool | None:
+        """Whether the reply cites a passage it was sent; None when nothing answered."""
+        return None if self.action is None else bool(self.citations)
 
     @property
     def served_attempts(self) -> int:

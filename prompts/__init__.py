@@ -31,6 +31,16 @@ NOT_COVERED = (
 )
 """The reply when the articles do not answer the question; the prompt quotes it verbatim."""
 
+HANDOFF_MARKER = "[handoff]"
+"""What a reply begins with when it hands the question to a person, as the prompt asks."""
+
+
+def marker(number: int) -> str:
+    """The citation marker of the `number`-th passage (or whole article) the prompt holds,
+    counted from 1 in the order sent: what the prompt shows and what the model cites."""
+    return f"[{number}]"
+
+
 BUNDLED_PROMPT = "support.md"
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -113,31 +123,32 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 
 def format_articles(articles: Sequence[Article]) -> str:
-    """The articles as the prompt shows them: numbered, each with its title and source."""
+    """The articles as the prompt shows them: each whole, under its citation marker, title
+    and source."""
     if not articles:
         return "(No articles were provided.)"
     blocks = [
-        f"Article {number}: {article.title}\nSource: {article.path}\n\n{article.text.strip()}"
+        f"{marker(number)} Article: {article.title}\nSource: {article.path}\n\n"
+        f"{article.text.strip()}"
         for number, article in enumerate(articles, start=1)
     ]
     return "\n\n".join(blocks)
 
 
 def format_passages(passages: Sequence[Source]) -> str:
-    """Passages as the prompt shows them: grouped by article as given, each article
-    numbered with its title and source, each passage under its heading."""
+    """Passages as the prompt shows them: grouped by article as given (its title and
+    source once), each passage under its citation marker and its heading."""
     if not passages:
         return "(No articles were provided.)"
     blocks: list[str] = []
     current: tuple[int, str] | None = None
-    number = 0
-    for passage in passages:
+    for number, passage in enumerate(passages, start=1):
         if (passage.article, passage.path) != current:
             current = (passage.article, passage.path)
-            number += 1
-            blocks.append(f"Article {number}: {passage.title}\nSource: {passage.path}")
+            blocks.append(f"Article: {passage.title}\nSource: {passage.path}")
         text = passage.text.strip()
-        blocks.append(f"## {passage.heading}\n\n{text}" if passage.heading else text)
+        shown = f"## {passage.heading}\n\n{text}" if passage.heading else text
+        blocks.append(f"{marker(number)} {shown}")
     return "\n\n".join(blocks)
 
 
@@ -170,13 +181,19 @@ def count_words(text: str) -> int:
 _NORMAL_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 
 
+def _normal(text: str) -> str:
+    return " ".join(text.translate(_NORMAL_QUOTES).split()).casefold()
+
+
 def is_not_covered(answer: str, product: str) -> bool:
     """Whether `answer` is the "not covered" sentence, allowing case, spacing and curly quotes."""
+    return _normal(answer) == _normal(not_covered(product))
 
-    def normal(text: str) -> str:
-        return " ".join(text.translate(_NORMAL_QUOTES).split()).casefold()
 
-    return normal(answer) == normal(not_covered(product))
+def begins_not_covered(text: str, product: str) -> bool:
+    """Whether `text` may be the beginning of the "not covered" sentence (compared as
+    `is_not_covered` compares): a stream's first words, before the rest arrives."""
+    return _normal(not_covered(product)).startswith(_normal(text))
 
 
 # Compiled on first use: answering a question never checks its answer, evaluating does.

@@ -145,11 +145,12 @@ def test_the_readme_config_reference_names_every_key_and_its_default() -> None:
         {
             k
             for k in cfg._TOP_KEYS
-            if k not in {"policy", "state", "log", "deployments", "articles", "privacy"}
+            if k not in {"policy", "state", "log", "deployments", "articles", "privacy", "answers"}
         }
         | {f"policy.{k}" for k in cfg._POLICY_KEYS}
         | {f"privacy.{k}" for k in cfg._PRIVACY_KEYS}
         | {f"articles.{k}" for k in cfg._ARTICLES_KEYS}
+        | {f"answers.{k}" for k in cfg._ANSWERS_KEYS}
         | {f"state.{k}" for k in cfg._STATE_KEYS}
         | {f"log.{k}" for k in cfg._LOG_KEYS}
         | {"deployments[]"}

@@ -88,6 +88,7 @@ _LAZY = {
     "_LOG_KEYS": "sections",
     "_ARTICLES_KEYS": "sections",
     "_PRIVACY_KEYS": "sections",
+    "_ANSWERS_KEYS": "sections",
 }
 
 if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name stays an error

@@ -29,7 +29,9 @@ from pathlib import Path, PurePath
 from gateway.config.find import user_dir
 from gateway.config.model import (
     BUNDLED_SOURCE,
+    AnswerSettings,
     ArticleSettings,
+    CitationStyle,
     Config,
     Deployment,
     KeyStrategy,
@@ -52,10 +54,19 @@ _CACHE_ENTRIES = 8  # configs remembered, the most recently stored first
 # those (FAT: 2 s).
 _SETTLE_FINE_S = 0.1
 _SETTLE_COARSE_S = 2.0
-_ENUMS: dict[str, type[Enum]] = {e.__name__: e for e in (ProviderKind, KeyStrategy)}
+_ENUMS: dict[str, type[Enum]] = {e.__name__: e for e in (ProviderKind, KeyStrategy, CitationStyle)}
 _RECORDS: dict[str, type] = {
     c.__name__: c
-    for c in (Config, Deployment, Policy, Price, LogSettings, StateSettings, ArticleSettings)
+    for c in (
+        Config,
+        Deployment,
+        Policy,
+        Price,
+        LogSettings,
+        StateSettings,
+        ArticleSettings,
+        AnswerSettings,
+    )
 } | {c.__name__: c for c in (PrivacySettings, MaskPattern)}
 
 

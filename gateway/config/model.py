@@ -140,6 +140,25 @@ class ArticleSettings:
     # The relevance a question needs to be answered, 0..1 (`gateway.knowledge.relevance`);
     # below it the question is handed off unasked. Measured by `bench/run quality`.
     min_relevance: float = 0.35
+    # Where the published help centre lives: an article's public URL is this joined with
+    # its path under its folder, unless the article states its own (`Article.url`).
+    url_base: str | None = None
+
+
+class CitationStyle(StrEnum):
+    """How the answer shows its sources to the customer (`answers.citations`)."""
+
+    MARKERS = "markers"  # the [n] markers kept in the text, a "Sources" list after it
+    NONE = "none"  # neither: the channel shows `citations` from the JSON itself
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """What an answer must hold to be posted, and what a handoff says (`answers.*`)."""
+
+    citations: CitationStyle = CitationStyle.MARKERS
+    require_citation: bool = False  # an answer citing nothing is handed off (`uncited`)
+    handoff_message: str | None = None  # None: the prompt's "not covered" sentence
 
 
 @dataclass(frozen=True)
@@ -177,6 +196,7 @@ class Config:
     max_fallback_rate: float | None = None
     articles: ArticleSettings = field(default_factory=ArticleSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    answers: AnswerSettings = field(default_factory=AnswerSettings)
 
     def all_deployments(self) -> tuple[Deployment, ...]:
         extra = () if self.long_context is None else (self.long_context,)

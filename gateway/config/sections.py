@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.config.model import (
     MAX_RETRIES,
+    AnswerSettings,
     ArticleSettings,
+    CitationStyle,
     LogSettings,
     MaskPattern,
     Policy,
     PrivacySettings,
     StateSettings,
 )
-from gateway.config.walk import INT, Walk, join
+from gateway.config.walk import BOOL, INT, Walk, join
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,6 +37,7 @@ _LOG_KEYS = tuple(f.name for f in fields(LogSettings))
 _ARTICLES_KEYS = tuple(f.name for f in fields(ArticleSettings))
 _PRIVACY_KEYS = tuple(f.name for f in fields(PrivacySettings))
 _PATTERN_KEYS = tuple(f.name for f in fields(MaskPattern))
+_ANSWERS_KEYS = tuple(f.name for f in fields(AnswerSettings))
 
 
 def read_policy(w: Walk, node: Node, path: str, base: Policy) -> Policy:
@@ -183,6 +186,9 @@ def read_articles(w: Walk, node: Node) -> ArticleSettings:
             if share > 1:
                 w.fail(value, key_path, f"must be from 0 to 1 (a share), got {share:g}")
             settings = replace(settings, min_relevance=share)
+        elif key == "url_base":
+            url = w.gather(None, partial(_page_url, w, value, key_path))
+            settings = replace(settings, url_base=url)
         else:
             cap: Any = w.integer(value, key_path, minimum=1)  # a max_* byte or file cap
             settings = replace(settings, **{key: cap})
@@ -233,6 +239,71 @@ def _exclude_patterns(w: Walk, node: Node, path: str) -> tuple[str, ...]:
             )
         patterns.append(pattern)
     return tuple(patterns)
+
+
+def _page_url(w: Walk, node: Node, path: str) -> str | None:
+    url = w.optional_text(node, path)
+    if url is None:
+        return None
+    problem = _page_url_problem(url.strip())
+    if problem is not None:
+        w.fail(node, path, problem)
+    return url.strip()
+
+
+def _page_url_problem(url: str) -> str | None:
+    """What keeps `url` from being the public address articles' paths are joined to."""
+    from urllib.parse import urlsplit
+
+    example = "e.g. https://help.example.com/articles"
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return f"a URL holds no spaces or control characters; write it on one line, {example}"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return f"not a valid URL; {example}"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return f"expected an http:// or https:// URL with a host, {example}"
+    if "@" in parts.netloc:
+        return f"a public address holds no user name or password; {example}"
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        return f"an article's path is appended to it: remove the query or fragment, {example}"
+    return None
+
+
+def read_answers(w: Walk, node: Node) -> AnswerSettings:
+    entries = w.mapping(node, "answers", _ANSWERS_KEYS, where=" in answers")
+    settings = AnswerSettings()
+    changes: dict[str, Any] = {}
+    for key, (_, value) in entries.items():
+        key_path = f"answers.{key}"
+        if key == "citations":
+            check: Callable[[], object] = partial(_citation_style, w, value, key_path)
+        elif key == "require_citation":
+            check = partial(w.boolean, value, key_path)
+        else:
+            check = partial(_handoff_message, w, value, key_path)
+        changes[key] = w.gather(getattr(settings, key), check)
+    return replace(settings, **changes)
+
+
+def _citation_style(w: Walk, node: Node, path: str) -> CitationStyle:
+    from yaml import ScalarNode
+
+    valid = [s.value for s in CitationStyle]
+    if not isinstance(node, ScalarNode) or node.tag == BOOL or node.value not in valid:
+        w.fail(
+            node,
+            path,
+            f"expected one of {', '.join(valid)}, got {w.describe(node)} (`none` leaves "
+            "the sources to a channel that shows them from the JSON)",
+        )
+    return CitationStyle(node.value)
+
+
+def _handoff_message(w: Walk, node: Node, path: str) -> str | None:
+    text = w.optional_text(node, path)
+    return None if text is None else " ".join(text.split())
 
 
 def read_log(w: Walk, node: Node) -> LogSettings:

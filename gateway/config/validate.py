@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from gateway.config.deployments import read_deployment, read_deployments
 from gateway.config.model import (
+    AnswerSettings,
     ArticleSettings,
     Config,
     ConfigError,
@@ -24,6 +25,7 @@ from gateway.config.model import (
     StateSettings,
 )
 from gateway.config.sections import (
+    read_answers,
     read_articles,
     read_fallback_rate,
     read_log,
@@ -50,6 +52,7 @@ _TOP_KEYS = (
     "max_fallback_rate",
     "articles",
     "privacy",
+    "answers",
 )
 
 
@@ -147,10 +150,15 @@ def read_config(w: Walk, root: Node) -> Config:
     if "privacy" in top and not w.is_null(top["privacy"][1]):
         privacy = w.gather(privacy, partial(read_privacy, w, top["privacy"][1]))
 
+    answers = AnswerSettings()
+    if "answers" in top and not w.is_null(top["answers"][1]):
+        answers = read_answers(w, top["answers"][1])
+
     if w.problems:
         raise ConfigError.several(w.problems)
     return Config(
         articles=articles,
+        answers=answers,
         product=product,
         deployments=deployments,
         long_context=long_context,

@@ -239,4 +239,5 @@ def source(article: Article, article_number: int, passage: Passage) -> Source:
         tokens=estimate(body),
         article=article_number,
         number=passage.number,
+        url=article.url,
     )

@@ -70,13 +70,26 @@ def parse(path: str, data: bytes) -> tuple[Article | None, str]:
         return None, problem
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if os.path.splitext(path)[1].lower() in HTML_SUFFIXES:
-        title, body = _from_html(text)
+        title, body, url = _from_html(text)
     else:
-        title, body = _from_markdown(text)
+        title, body, url = _from_markdown(text)
     body = body.strip()
     if not body:
         return None, "empty"
-    return Article(title=title or _title_from_name(Path(path)), path=path, text=body), ""
+    title = title or _title_from_name(Path(path))
+    return Article(title=title, path=path, text=body, url=_public(url)), ""
+
+
+def _public(url: str | None) -> str | None:
+    """An article's stated address when it is a whole web address (a relative one names no
+    page a customer can open, so none is kept rather than one guessed)."""
+    if url is None:
+        return None
+    url = url.strip().strip("'\"")
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest or any(c.isspace() for c in url):
+        return None
+    return url
 
 
 _BINARY = "not a text file (binary)"
@@ -103,6 +116,7 @@ def _decode(data: bytes, path: str) -> tuple[str | None, str]:
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
 _FRONT_TITLE = re.compile(r"^title:\s*(.+?)\s*$", re.MULTILINE)
+_FRONT_URL = re.compile(r"^url:\s*(.+?)\s*$", re.MULTILINE)
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 # The title line is taken whole (possessively: no backtracking through each line in
 # search of the underline); its trailing blanks go with the final strip.
@@ -110,15 +124,20 @@ _SETEXT_HEADING = re.compile(r"^(?=\S)(.++)\n {0,3}(?:=+|-+)[ \t]*$", re.MULTILI
 _INLINE_MARKUP = re.compile(r"[*_`]+")
 
 
-def _from_markdown(text: str) -> tuple[str, str]:
-    """The title (front matter, else the first heading) and the text without front matter."""
+def _from_markdown(text: str) -> tuple[str, str, str | None]:
+    """The title (front matter, else the first heading), the text without front matter,
+    and the front matter's `url:`."""
     title = ""
+    url = None
     front = _FRONT_MATTER.match(text)
     if front:
         text = text[front.end() :]
         found = _FRONT_TITLE.search(front.group(1))
         if found:
             title = found.group(1).strip("'\"")
+        stated = _FRONT_URL.search(front.group(1))
+        if stated:
+            url = stated.group(1)
     if not title:
         # The first heading of either kind. A setext heading can only win if it starts
         # before the first ATX one, and then it also ends before it: search only up to it.
@@ -132,7 +151,7 @@ def _from_markdown(text: str) -> tuple[str, str]:
             title = _INLINE_MARKUP.sub("", first.group(1)).strip()
     if not title:
         title = _plain_title(text)
-    return title, text
+    return title, text, url
 
 
 def _blank_code(text: str) -> str:
@@ -205,6 +224,7 @@ class _HtmlText:
         self.blocks: list[tuple[int, str]] = []  # (the list an item is in, or 0; text)
         self.title = ""
         self.h1 = ""
+        self.canonical: str | None = None  # <link rel="canonical" href=...>, the first
         self._parts: list[str] = []
         self._prefix = ""
         self._item = 0  # the list the current block is an item of, or 0
@@ -214,6 +234,12 @@ class _HtmlText:
         self._lists: list[tuple[int, int]] = []  # per open list: (its id, next number or 0)
         self._in_title = False
         self._h1_state = 0  # 0 before the first <h1>, 1 inside it, 2 after it
+
+    def link(self, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        rel = (values.get("rel") or "").lower().split()
+        if self.canonical is None and "canonical" in rel and values.get("href"):
+            self.canonical = values["href"]
 
     def start(self, tag: str) -> None:
         if tag in _DROP:
@@ -318,6 +344,8 @@ def _parser() -> Callable[[_HtmlText], HTMLParser]:
             self.sink = sink
 
         def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "link":
+                self.sink.link(attrs)
             self.sink.start(tag)
 
         def handle_endtag(self, tag: str) -> None:
@@ -348,8 +376,10 @@ def _code_tag() -> re.Pattern[str]:
     return re.compile(r"</?code\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>", re.IGNORECASE)
 
 
-def _from_html(text: str) -> tuple[str, str]:
-    """The title (first <h1>, else <title>) and the visible text, a blank line per block."""
+def _from_html(text: str) -> tuple[str, str, str | None]:
+    """The title (first <h1>, else <title>), the visible text, a blank line per block, and
+    the page's canonical link."""
+
     collected = _HtmlText()
     parser = _parser()(collected)
     parser.feed(_code_tag().sub(_CODE, _inline_tag().sub("", text)))
@@ -357,4 +387,4 @@ def _from_html(text: str) -> tuple[str, str]:
     collected.finish()
     h1, named = (t.replace(_CODE, "") for t in (collected.h1, collected.title))
     title = " ".join(h1.split()) or " ".join(named.split())
-    return title, collected.text()
+    return title, collected.text(), collected.canonical

@@ -42,7 +42,7 @@ from gateway.knowledge.terms import terms
 from gateway.model import Article, Source
 from gateway.tokens import estimate
 
-FORMAT = "2"
+FORMAT = "3"  # 3: each file keeps its article's stated public url
 # A file changed this recently before it was read is read again next time: sub-second
 # timestamps tick with the kernel's coarse clock (<= 10 ms); whole seconds mean a
 # filesystem that keeps only those (FAT: 2 s).
@@ -109,7 +109,7 @@ _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 CREATE TABLE files(
     id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INT, mtime_ns INT, inode INT,
-    problem TEXT, title TEXT, text TEXT, words INT, tokens INT);
+    problem TEXT, title TEXT, text TEXT, words INT, tokens INT, url TEXT);
 CREATE TABLE passages(
     id INTEGER PRIMARY KEY, file INT NOT NULL, number INT, heading TEXT, hstart INT,
     hend INT, start INT, "end" INT, words INT, first INT, tokens INT);
@@ -294,8 +294,8 @@ class SqliteIndex:
             )
             return
         cursor = db.execute(
-            "INSERT INTO files(path, size, mtime_ns, inode, title, text, words, tokens) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files(path, size, mtime_ns, inode, title, text, words, tokens, url) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 file.path,
                 file.size,
@@ -305,6 +305,7 @@ class SqliteIndex:
                 article.text,
                 len(article.text.split()),
                 estimate(article.text),
+                article.url,
             ),
         )
         fid = cursor.lastrowid
@@ -439,24 +440,24 @@ class SqliteIndex:
             for pid, *rest in _chunks(
                 self._db,
                 'SELECT p.id, f.path, f.title, p.heading, substr(f.text, p.start + 1, p."end" - '
-                "p.start), p.tokens FROM passages p JOIN files f ON f.id = p.file "
+                "p.start), p.tokens, f.url FROM passages p JOIN files f ON f.id = p.file "
                 "WHERE p.id IN ({})",
                 [self._passage_ids[k] for k in keys],
             )
         }
         out = []
         for article, number in keys:
-            path, title, heading, text, tokens = rows[self._passage_ids[(article, number)]]
-            out.append(Source(path, title, heading, text, tokens, article, number))
+            path, title, heading, text, tokens, url = rows[self._passage_ids[(article, number)]]
+            out.append(Source(path, title, heading, text, tokens, article, number, url=url))
         return out
 
     def articles(self) -> tuple[Article, ...]:
         out = []
         for fid in self._ids:
-            title, path, text = self._db.execute(
-                "SELECT title, path, text FROM files WHERE id = ?", (fid,)
+            title, path, text, url = self._db.execute(
+                "SELECT title, path, text, url FROM files WHERE id = ?", (fid,)
             ).fetchone()
-            out.append(Article(title=title, path=path, text=text))
+            out.append(Article(title=title, path=path, text=text, url=url))
         return tuple(out)
 
     # -- status ----------------------------------------------------------------------

@@ -21,9 +21,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "gateway.secrets.key",
     ),
     # rules over that vocabulary: configuration, classification, counting, the run's
-    # secrets cut out of what it writes, what an answer is made of (masking the
-    # customer's data, their language, the thread), and what each failure kind means (the
-    # engine's table, which the classifier reads too)
+    # secrets cut out of what it writes, what an answer is made of (masking the customer's
+    # data, their language, the thread, what it means to a script), and what each failure
+    # kind means (the engine's table, which the classifier reads too)
     (
         "gateway.config",
         "gateway.classify",

@@ -56,10 +56,10 @@ def test_render_fills_product_and_articles_with_titles_and_sources() -> None:
     assert "{{" not in rendered
     assert "support assistant for Acme Cloud" in rendered
     assert "I could not find that in the Acme Cloud help centre." in rendered
-    assert "Article 1: Resetting your password\nSource: kb/resetting-your-password.md" in rendered
+    assert "[1] Article: Resetting your password\nSource: kb/resetting-your-password.md" in rendered
     assert "Click Forgot password." in rendered
-    # Stable order: the articles appear in the order given.
-    assert rendered.index("Resetting your password") < rendered.index("Article 2: Refunds")
+    # Stable order: the articles appear in the order given, numbered as cited.
+    assert rendered.index("Resetting your password") < rendered.index("[2] Article: Refunds")
 
 
 @pytest.mark.parametrize(

@@ -851,6 +851,66 @@ BAD = {
         "long_context",
         "expected a mapping",
     ),
+    "citations neither markers nor none": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        answers:
+          citations: off   #!
+        """,
+        "answers.citations",
+        "expected one of markers, none",
+    ),
+    "require_citation not a boolean": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        answers:
+          require_citation: always   #!
+        """,
+        "answers.require_citation",
+        "expected true or false",
+    ),
+    "empty handoff message": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        answers:
+          handoff_message: "  "   #!
+        """,
+        "answers.handoff_message",
+        "must not be empty",
+    ),
+    "misspelt answers key": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        answers:
+          require_citations: true   #!
+        """,
+        "answers.require_citations",
+        "did you mean 'require_citation'",
+    ),
+    "url_base not a web address": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        articles:
+          url_base: help.acme.com/kb   #!
+        """,
+        "articles.url_base",
+        "expected an http:// or https:// URL",
+    ),
+    "url_base with a query": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        articles:
+          url_base: https://help.acme.com/kb?lang=en   #!
+        """,
+        "articles.url_base",
+        "remove the query",
+    ),
 }
 
 
@@ -871,6 +931,27 @@ def test_each_config_error_names_the_file_line_and_key(
     assert str(error).startswith(f"{path}:{line}: {key}: ")
     # The one mistake, not also its echoes (a misspelt key reported again as missing).
     assert error.problems == (error,), str(error)
+
+
+def test_answers_and_url_base_read_as_written_with_defaults_for_what_is_left_out(
+    tmp_path: Path,
+) -> None:
+    from gateway.config import AnswerSettings, CitationStyle
+
+    assert load_config(write(tmp_path, GOOD)).answers == AnswerSettings()
+    assert load_config(write(tmp_path, GOOD)).articles.url_base is None
+    text = GOOD + (
+        "articles: {url_base: 'https://help.acme.example/kb/'}\n"
+        "answers:\n  citations: none\n  handoff_message: |\n    A person will reply\n"
+        "    within the hour.\n"
+    )
+    config = load_config(write(tmp_path, text))
+    assert config.articles.url_base == "https://help.acme.example/kb/"
+    assert config.answers == AnswerSettings(
+        citations=CitationStyle.NONE,
+        require_citation=False,
+        handoff_message="A person will reply within the hour.",
+    )
 
 
 def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
@@ -1240,6 +1321,7 @@ def test_the_sample_shows_every_key() -> None:
         "state:", "path:", "log:", "enabled:", "include_text:", "max_bytes:",
         "max_fallback_rate:", "quota_cooldown:", "max_cooldown:", "name:", "provider:",
         "model:", "api_key_env:", "base_url:", "api_version:", "context_window:", "headers:",
+        "url_base:", "answers:", "citations:", "require_citation:", "handoff_message:",
     ):  # fmt: skip
         assert re.search(rf"^\s*(#\s*)?(- )?{key}", text, re.M), key
 
@@ -1410,6 +1492,12 @@ log:
   path: logs/attempts.jsonl
   include_text: true
   max_bytes: 1000
+articles:
+  url_base: https://help.acme.example/kb
+answers:
+  citations: none
+  require_citation: true
+  handoff_message: A person from our team will reply shortly.
 """
 
 

@@ -268,3 +268,26 @@ def test_the_example_help_centre_loads_cleanly() -> None:
     assert 10 <= len(articles) <= 15
     assert len({a.title for a in articles}) == len(articles)
     assert {Path(a.path).suffix for a in articles} >= {".md", ".html", ".txt"}
+
+
+def test_an_article_keeps_the_public_url_it_states(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.md",
+        "---\ntitle: Refunds\nurl: 'https://help.acme.example/refunds'\n---\nText.",
+    )
+    write(
+        tmp_path,
+        "b.html",
+        '<html><head><link rel="alternate" href="https://x.example/fr">'
+        '<link rel="canonical" href="https://help.acme.example/invoices" />'
+        "<title>Invoices</title></head><body><p>Text.</p></body></html>",
+    )
+    write(tmp_path, "c.md", "---\nurl: /relative/page\n---\n# Plans\n\nText.")
+    write(tmp_path, "d.md", "# No front matter\n\nurl: https://not.front.matter/\n")
+    articles = by_title(load_articles([tmp_path])[0])
+    assert articles["Refunds"].url == "https://help.acme.example/refunds"
+    assert articles["Invoices"].url == "https://help.acme.example/invoices"
+    # An address a customer cannot open is none: nothing is guessed from it.
+    assert articles["Plans"].url is None
+    assert articles["No front matter"].url is None

@@ -72,8 +72,10 @@ def test_the_answering_passage_of_a_big_help_centre_reaches_the_prompt(centre: P
         "Refunds for annual plans",
         str(centre / "part3/refunds.md"),
     )
-    assert "Article 1: Refunds for annual plans" in request.system
-    assert "## Asking for a refund" in request.system
+    assert "Article: Refunds for annual plans" in request.system
+    # Each passage under the marker a citation of it is: [n] for the n-th sent.
+    asking = next(n for n, s in enumerate(request.sources, 1) if s.heading == "Asking for a refund")
+    assert f"[{asking}] ## Asking for a refund" in request.system
     # The budget holds: only passages sharing a word with the question, not 100 pages.
     assert sum(s.tokens for s in request.sources) <= 6000
     assert len(request.system) < 40_000
@@ -81,6 +83,18 @@ def test_the_answering_passage_of_a_big_help_centre_reaches_the_prompt(centre: P
     numbers = [s.number for s in request.sources if s.path == first.path]
     assert numbers == sorted(numbers)
     index.close()
+
+
+def test_an_articles_stated_url_survives_the_index(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    write_centre(root, 100)
+    age(root / "refunds.md", "---\nurl: https://help.acme.example/refunds\n---\n" + REFUND_PAGE)
+    for _ in range(2):  # built, then read back from the index kept on disk
+        index, _ = open_it([root])
+        assert isinstance(index, SqliteIndex)
+        request = wiring.request_for(config(), QUESTION, index, budget=6000)
+        index.close()
+        assert request.sources[0].url == "https://help.acme.example/refunds"
 
 
 def test_the_offline_deployment_answers_from_the_best_passage_sent(centre: Path) -> None:
