@@ -467,6 +467,11 @@ class Result:
             "cost_usd": _dollars(self.cost_usd),
             "attempts": [a.as_json() for a in self.attempts],
             "articles": [s.as_json() for s in self.articles],
+            "action": None if self.action is None else str(self.action),
+            "handoff": None if self.handoff is None else self.handoff.as_json(),
+            "citations": [c.as_json() for c in self.citations],
+            "citations_dropped": self.citations_dropped,
+            "grounded": self.grounded,
         }
         if self.error is not None:
             out["error"] = self.error.as_json()

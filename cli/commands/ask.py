@@ -114,6 +114,15 @@ def report_outcome(
     elif result.status is not Status.ANSWERED:
         report_failure(diag, result, retry_after)
         return
+    elif result.handoff is not None:
+        from cli.commands.answering import handoff_notice
+
+        diag.notice(handoff_notice(result))
+    elif result.grounded is False:
+        diag.warn(
+            "the answer cites no passage of the help centre (grounded: false): check it "
+            "before posting, or set answers.require_citation: true to hand such answers off"
+        )
     notice = fallback_notice(result, config)
     if notice:
         diag.notice(notice)
@@ -267,7 +276,7 @@ def _ask(
             if sink is not None:
                 sink.end_line()
             if opts.json:
-                _write_stdout(opts, unmask_result(stopped, masked)[0], sink)
+                _write_stdout(opts, config, unmask_result(stopped, masked)[0], sink)
                 out.result_written = True
         finally:
             _log_question(
@@ -284,7 +293,7 @@ def _ask(
     shown, invented = unmask_result(ended, masked)
     warn_invented(diag, invented)
     try:
-        _write_stdout(opts, shown, sink, retry_after)
+        _write_stdout(opts, config, shown, sink, retry_after)
         out.result_written = True
         report_outcome(diag, ended, config, retry_after)
     finally:
@@ -362,7 +371,9 @@ def _call(
 ) -> _Ran:
     """Ask the engine, with the help centre open: a deployment with a smaller window is
     sent fewer passages, chosen from it then."""
+    from cli.commands import answering
     from cli.runtime import wiring
+    from cli.runtime.started import process_start
 
     environ = opts.environ
     masked, turns = chat
@@ -377,10 +388,14 @@ def _call(
         warn=diag.warn,
         config=config,
     )
+    started = process_start()
 
-    from cli.terminal.output import StreamSink
+    from cli.terminal.output import AnswerSink, StreamSink
     from gateway.clock import SystemClock
 
+    shown = None
+    if isinstance(sink, StreamSink):
+        shown = AnswerSink(answering.answer_stream(config, request), sink)
     clock = SystemClock()
     with display:
         engine = wiring.build_engine(
@@ -397,19 +412,19 @@ def _call(
             # The engine decides when to count tokens exactly (only when a window is at
             # stake: loading the tokenizer costs more than the rest of a run); the JSON
             # says which (`input_tokens_exact`).
-            from cli.runtime.started import process_start
-
-            restart = sink.restart if isinstance(sink, StreamSink) and opts.allow_restart else None
+            restart = shown.restart if shown is not None and opts.allow_restart else None
             result = engine.ask(
                 request,
-                on_text=sink,
-                started=process_start(),
+                on_text=shown,
+                started=started,
                 on_restart=restart,
                 compact=prompts,
             )
         finally:
             engine.close()
-    return _Ran(result, store)
+    if shown is not None:
+        shown.finish()
+    return _Ran(answering.settled(result, config, request.product, opts.articles), store)
 
 
 def open_help_centre(
@@ -469,7 +484,11 @@ def article_budget(flag: str | None, config: Config) -> tuple[int | None, bool]:
 
 
 def _write_stdout(
-    opts: AskOptions, result: Result, sink: object, retry_after: float | None = None
+    opts: AskOptions,
+    config: Config,
+    result: Result,
+    sink: object,
+    retry_after: float | None = None,
 ) -> None:
     from cli.terminal.output import StreamSink, write_json, write_text
 
@@ -478,8 +497,14 @@ def _write_stdout(
         sink.end_line()
     if opts.json:
         write_json(result, json_lines=opts.stream, error_extra=error_extra(result, retry_after))
-    elif not streamed and result.answer is not None:
+        return
+    if not streamed and result.answer is not None:
         write_text(result.answer)
+    from cli.commands.answering import sources_list
+
+    sources = sources_list(result, config)
+    if sources:
+        write_text("\n" + sources)
 
 
 def retry_after_for(

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode, exit_code_for
@@ -23,13 +24,15 @@ if TYPE_CHECKING:
     from gateway.secrets.redactor import Redactor
 
 # Worst first: a bug, then a question no deployment could answer (needs a look), then
-# one that may succeed later (`--resume` after a while), then bad input lines, refusals.
+# one that may succeed later (`--resume` after a while), then bad input lines, refusals,
+# and handoffs (each record says which ticket goes to a person).
 _SEVERITY = (
     ExitCode.INTERNAL,
     ExitCode.UNAVAILABLE,
     ExitCode.TEMPFAIL,
     ExitCode.DATAERR,
     ExitCode.REFUSED,
+    ExitCode.HANDOFF,
     ExitCode.ANSWERED,
 )
 
@@ -51,6 +54,7 @@ class Asker:
         product: str | None,
         diag: Diag,
         *,
+        articles: Sequence[Path] = (),
         debug: bool = False,
         language: str | None = None,
     ) -> None:
@@ -61,6 +65,7 @@ class Asker:
         self._log = log
         self._redactor = redactor
         self._product = product
+        self._articles = articles  # the --articles paths: citations' URLs are under them
         self._diag = diag
         self._debug = debug
         self._language = language  # --language, for every question
@@ -73,6 +78,7 @@ class Asker:
     def ask(self, question: Question) -> Result:
         """The question asked masked, as `ask` asks it; the Result the customer is shown
         (their values back in the answer), the log's line with the placeholders."""
+        from cli.commands import answering
         from cli.commands.ask import log_question, scrubbed, warn_invented
         from cli.runtime import wiring
         from gateway.answers.masking import masked_turns, unmask_result
@@ -92,7 +98,9 @@ class Asker:
             product=product,
             language=language,
         )
-        result = self._engine_ask(prompts.request(), prompts)
+        request = prompts.request()
+        result = self._engine_ask(request, prompts)
+        result = answering.settled(result, self._config, request.product, self._articles)
         self.earned(exit_code_for(result))
         if self._log is not None:
             text = self._redactor.scrub(masked.question)
@@ -107,7 +115,9 @@ class Asker:
         from gateway.observe.attemptlog import first_of_route
 
         served = result.status in (Status.ANSWERED, Status.REFUSED)
-        return served and result.deployment != first_of_route(self._config, result.routed)
+        if not served or result.deployment is None:  # a handoff no deployment was asked for
+            return False
+        return result.deployment != first_of_route(self._config, result.routed)
 
     def crashed(self, question: Question, exc: Exception) -> None:
         self.earned(ExitCode.INTERNAL)

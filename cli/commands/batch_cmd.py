@@ -174,6 +174,7 @@ def _answer(
         redactor,
         ask_opts.product,
         diag,
+        articles=ask_opts.articles,
         debug=ask_opts.debug,
         language=forced_language(ask_opts.language),
     )

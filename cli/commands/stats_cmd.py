@@ -23,7 +23,7 @@ from cli.terminal.output import stdout_console
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
-    from gateway.observe.stats import Stats
+    from gateway.observe.stats import Deflection, Stats
 
 LOG_HELP = "The attempt log (else $SUPPORT_ASK_LOG, the config's log.path, the user log dir)."
 
@@ -113,6 +113,7 @@ def _print_stats(stats: Stats, path: Path, threshold: float | None) -> None:
             f"by a fallback{limit}"
         )
     )
+    console.print(Text(f"deflection: {_deflection(stats.deflection)}"))
     console.print(Text(f"log: {path}"))
     # Narrow on purpose: it must read in an 80-column log without breaking words; the
     # error classes, the widest figures, get a line per deployment under the table.
@@ -137,6 +138,14 @@ def _print_stats(stats: Stats, path: Path, threshold: float | None) -> None:
         if d.errors:
             listed = ", ".join(f"{kind} {count}" for kind, count in d.errors)
             console.print(Text(f"errors at {d.name}: {listed}"))
+    for d in stats.deployments:
+        if d.deflection.questions:
+            console.print(Text(f"answers at {d.name}: {_deflection(d.deflection)}"))
+    if len(stats.days) > 1:
+        for day, deflection in stats.days:
+            console.print(
+                Text(f"{day}: {deflection.questions} questions, {_deflection(deflection)}")
+            )
     # Usage, like the errors, on a line of its own: the table stays within 80 columns.
     for d in stats.deployments:
         if d.tokens_in or d.tokens_out or d.cost_usd is not None:
@@ -144,6 +153,12 @@ def _print_stats(stats: Stats, path: Path, threshold: float | None) -> None:
             console.print(
                 Text(f"usage at {d.name}: {d.tokens_in:,} tokens in, {d.tokens_out:,} out{cost}")
             )
+
+
+def _deflection(d: Deflection) -> str:
+    """`answered 80% (40), handoff 16% (8), refused 4% (2)`: the shares of its questions."""
+    parts = (("answered", d.answered), ("handoff", d.handoff), ("refused", d.refused))
+    return ", ".join(f"{name} {count / max(d.questions, 1):.0%} ({count})" for name, count in parts)
 
 
 def _secs(value: float | None) -> str:
@@ -181,7 +196,8 @@ def register(app: typer.Typer) -> None:
         """Show who served and how often a fallback did.
 
         Per deployment, from the attempt log: questions served, as a fallback, calls,
-        skips, error classes, median and p95 latency, time waited, cooldowns taken.
+        skips, error classes, median and p95 latency, time waited, cooldowns taken; the
+        answered / handoff / refused shares per deployment and per day.
         Exits 4 when the fallback share is above the threshold."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from gateway.model import FailureKind, Result, Status
+from gateway.model import Action, FailureKind, Result, Status
 
 
 class ExitCode(IntEnum):
@@ -14,6 +14,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # unknown flag, missing argument, mistyped command, no question
     REFUSED = 3  # the refusal itself is on stdout, as is
     CHECK_FAILED = 4  # stats/eval: the check ran and found a problem
+    HANDOFF = 5  # handed to a person: stdout holds the handoff message, the JSON the reason
     DATAERR = 65  # fatal request: malformed, or too large for every deployment
     NOINPUT = 66  # empty question; no readable article
     UNAVAILABLE = 69  # no deployment could answer
@@ -48,6 +49,8 @@ _STATUS_EXIT: dict[Status, ExitCode] = {
 
 
 def exit_code_for(result: Result) -> ExitCode:
+    if result.action is Action.HANDOFF:
+        return ExitCode.HANDOFF
     if result.status in _STATUS_EXIT:
         return _STATUS_EXIT[result.status]
     if result.error is None:

@@ -89,6 +89,11 @@ def failure_json(failure: CommandFailure, *, elapsed_s: float | None = None) -> 
         "input_tokens_exact": None,
         "elapsed_s": None if elapsed_s is None else round(elapsed_s, 3),
         "attempts": [],
+        "action": None,
+        "handoff": None,
+        "citations": [],
+        "citations_dropped": 0,
+        "grounded": None,
         "error": error,
     }
 

@@ -1,7 +1,7 @@
 """How a batch shows its progress on stderr.
 
 On a terminal that takes colour (and not -q): a live line redrawn a few times a second,
-a bar, done of total, answered / refused / failed, questions per second, the ETA, the
+a bar, done of total, answered / handed off / refused / failed, questions per second, the ETA, the
 fallback share, and what the limiter is doing. Anywhere else (a log file, cron, -q,
 NO_COLOR): one plain line every `every` seconds. A summary at the end in both cases.
 Only this module draws; the runner hands it frozen `Progress` snapshots.
@@ -50,8 +50,8 @@ def status_line(p: Progress) -> str:
     """One plain line: what a log file or cron mail shows every few seconds."""
     eta = p.eta_s
     line = (
-        f"batch: {_of(p)} done: {p.answered} answered, {p.refused} refused, "
-        f"{p.failed} failed, {p.invalid} bad lines"
+        f"batch: {_of(p)} done: {p.answered} answered, {p.handoff} handed off, "
+        f"{p.refused} refused, {p.failed} failed, {p.invalid} bad lines"
     )
     if p.skipped:
         line += f", {p.skipped} already answered"
@@ -69,8 +69,9 @@ def summary_line(p: Progress, *, stopped: str | None, out: str, resumable: bool 
     what = "stopped" if stopped else "done"
     line = (
         f"batch {what}: {p.asked} asked in {p.elapsed_s:.1f}s ({p.rate:.1f} q/s): "
-        f"{p.answered} answered, {p.refused} refused, {p.failed} failed, "
-        f"{p.invalid} bad lines, {p.skipped} already answered; fallback {_share(p)}"
+        f"{p.answered} answered, {p.handoff} handed off, {p.refused} refused, "
+        f"{p.failed} failed, {p.invalid} bad lines, {p.skipped} already answered; "
+        f"fallback {_share(p)}"
     )
     if p.limiter.signals:
         line += (
@@ -176,6 +177,8 @@ class LiveBar:
             grid.add_column(no_wrap=True)
         counts = Text.assemble(
             (f"{p.answered} answered", "green"),
+            " · ",
+            (f"{p.handoff} handed off", "cyan"),
             " · ",
             (f"{p.refused} refused", "yellow"),
             " · ",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from gateway.answers.masking import StreamUnmasker
+    from gateway.answers.stream import AnswerStream
 
 
 def _stdout() -> TextIO:
@@ -130,3 +131,24 @@ class StreamSink:
             out.write("\n")
             out.flush()
             self._last = "\n"
+
+
+class AnswerSink:
+    """The engine's on_text for --stream once answers are settled: each delta through the
+    reply's `AnswerStream` (a handoff held back, citations checked as they come), what it
+    lets through to the `StreamSink`."""
+
+    def __init__(self, stream: AnswerStream, sink: StreamSink) -> None:
+        self._stream = stream
+        self._sink = sink
+
+    def __call__(self, text: str) -> None:
+        self._sink(self._stream.feed(text))
+
+    def restart(self, deployment: str, reason: str) -> None:
+        self._stream.restart()
+        self._sink.restart(deployment, reason)
+
+    def finish(self) -> None:
+        """The end of the reply: whatever was held back and may be shown."""
+        self._sink(self._stream.finish())

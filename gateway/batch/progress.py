@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 
 from gateway.batch.limiter import LimiterState
-from gateway.model import Result, Status
+from gateway.model import Action, Result, Status
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,7 @@ class Progress:
     total: int | None  # lines in the input, when it could be counted (a file, not a pipe)
     skipped: int  # already answered in the output (--resume)
     asked: int  # questions finished this run
-    answered: int
+    answered: int  # posted: their action is `answer`
     refused: int
     failed: int  # failed or fatal, and questions the batch itself could not ask
     invalid: int  # input lines that could not be asked
@@ -22,6 +22,8 @@ class Progress:
     elapsed_s: float
     limiter: LimiterState
     stopping: bool = False
+    handoff: int = 0  # handed to a person (exit 5 for `ask`), by a deployment or unasked
+    served: int = 0  # answered, handed off or refused by a deployment (the share's base)
 
     @property
     def done(self) -> int:
@@ -41,27 +43,29 @@ class Progress:
 
     @property
     def fallback_share(self) -> float | None:
-        served = self.answered + self.refused
-        return self.fallback / served if served else None
+        return self.fallback / self.served if self.served else None
 
 
 class Tally:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.skipped = self.asked = self.answered = self.refused = 0
-        self.failed = self.invalid = self.fallback = 0
+        self.skipped = self.asked = self.answered = self.refused = self.handoff = 0
+        self.failed = self.invalid = self.fallback = self.served = 0
 
     def result(self, result: Result, *, by_fallback: bool) -> None:
         with self._lock:
             self.asked += 1
-            if result.status is Status.ANSWERED:
+            if result.action is Action.HANDOFF:
+                self.handoff += 1
+            elif result.status is Status.ANSWERED:
                 self.answered += 1
             elif result.status is Status.REFUSED:
                 self.refused += 1
             else:
                 self.failed += 1
-            if by_fallback and result.status in (Status.ANSWERED, Status.REFUSED):
-                self.fallback += 1
+            if result.deployment is not None and result.status in (Status.ANSWERED, Status.REFUSED):
+                self.served += 1
+                self.fallback += by_fallback
 
     def crashed(self) -> None:
         with self._lock:
@@ -89,6 +93,8 @@ class Tally:
                 failed=self.failed,
                 invalid=self.invalid,
                 fallback=self.fallback,
+                handoff=self.handoff,
+                served=self.served,
                 elapsed_s=elapsed,
                 limiter=limiter,
                 stopping=stopping,

@@ -13,6 +13,7 @@ A line (schema `v` 1)::
      "decision": "fail_over", "wait_s": 0.0, "latency_s": 0.412, "cooled": true,
      "tokens_in": null, "tokens_out": null, "cost_usd": null,
      "served_by": "fallback", "first": "primary", "outcome": "answered",
+     "action": "answer", "handoff": null,
      "routed": "normal", "input_tokens": 1834, "passages": 9, "passage_tokens": 2210,
      "turns": 2, "turns_left_out": 0, "turn_tokens": 41}
 
@@ -27,6 +28,10 @@ A line (schema `v` 1)::
   when no reply came or the provider did not say); `cost_usd` its price when the
   deployment has one (`price`) and both counts are known.
 - `served_by` is null when no deployment answered; `outcome` is the question's status.
+- `action` is what a script does with it (`answer`, `handoff`; null when nothing
+  answered) and `handoff` the handoff's reason (`not_covered`, `model`, `uncited`), never
+  its detail: a model's reason may repeat the customer's words. A `not_covered` handoff
+  asked no deployment: its one line has no attempt.
 - `passages` and `passage_tokens` say how much of the help centre the prompt held (the
   passages, or whole articles, and their estimated tokens); never their text.
 - `turns`, `turns_left_out` and `turn_tokens` say how much of a chat's thread was sent
@@ -159,6 +164,8 @@ def question_records(
         "served_by": _served_by(result),
         "first": first,
         "outcome": str(result.status),
+        "action": None if result.action is None else str(result.action),
+        "handoff": None if result.handoff is None else str(result.handoff.reason),
         "routed": str(result.routed),
         "input_tokens": result.input_tokens,
         # How much of the help centre was sent: counts only, never a passage's text.

@@ -19,6 +19,13 @@ Definitions (they are what `support-ask stats` prints, so they are precise):
   tokens its providers reported over every call (a cut-short reply was billed too), and
   `cost_usd`, the sum of its priced calls (None when it has no price in the log).
 
+- *Deflection*, what a support team reports: of the questions asked, the share
+  `answered` (posted: action `answer`), `handoff` (given to a person: action `handoff`,
+  for any reason) and `refused`; the rest failed. Over the window, per day (UTC) and per
+  deployment (the questions it served; a `not_covered` handoff asked no deployment, so it
+  counts only in the window's and its day's). A line logged before actions were (no
+  `action`) counts an answered question as answered.
+
 Everything here is pure but for reading the file: `compute_stats` takes the lines and
 `now`, so a test hands it a known log and a fixed time.
 """
@@ -90,6 +97,7 @@ class LogLine:
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+    action: str | None = None  # "answer" | "handoff"; None: nothing answered, or an old line
 
 
 def parse_line(text: str) -> LogLine | None:
@@ -117,6 +125,7 @@ def parse_line(text: str) -> LogLine | None:
             tokens_in=_opt_int(raw.get("tokens_in")),
             tokens_out=_opt_int(raw.get("tokens_out")),
             cost_usd=None if raw.get("cost_usd") is None else float(raw["cost_usd"]),
+            action=_opt_str(raw.get("action")),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -196,6 +205,47 @@ def _split(data: bytes) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Deflection:
+    """What became of some questions: posted, handed to a person, refused (the rest failed)."""
+
+    questions: int = 0
+    answered: int = 0
+    handoff: int = 0
+    refused: int = 0
+
+    @staticmethod
+    def of(questions: Iterable[LogLine]) -> Deflection:
+        counts = Counter(_fate(q) for q in questions)
+        return Deflection(
+            sum(counts.values()), counts["answered"], counts["handoff"], counts["refused"]
+        )
+
+    def as_json(self) -> dict[str, object]:
+        def rate(count: int) -> float | None:
+            return None if not self.questions else round(count / self.questions, 4)
+
+        return {
+            "questions": self.questions,
+            "answered": self.answered,
+            "handoff": self.handoff,
+            "refused": self.refused,
+            "answered_rate": rate(self.answered),
+            "handoff_rate": rate(self.handoff),
+            "refused_rate": rate(self.refused),
+        }
+
+
+def _fate(question: LogLine) -> str:
+    if question.action == "handoff":
+        return "handoff"
+    if question.outcome is Status.REFUSED:
+        return "refused"
+    if question.outcome is Status.ANSWERED:
+        return "answered"
+    return "failed"
+
+
+@dataclass(frozen=True)
 class DeploymentStats:
     name: str
     served: int
@@ -210,6 +260,7 @@ class DeploymentStats:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None
+    deflection: Deflection = Deflection()  # of the questions it served
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -226,6 +277,7 @@ class DeploymentStats:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "cost_usd": _round(self.cost_usd, 6),
+            "deflection": self.deflection.as_json(),
         }
 
 
@@ -239,6 +291,8 @@ class Stats:
     outcomes: tuple[tuple[str, int], ...]  # (question status, count)
     deployments: tuple[DeploymentStats, ...]
     unreadable: int = 0
+    deflection: Deflection = Deflection()
+    days: tuple[tuple[str, Deflection], ...] = ()  # (UTC day, its questions), in order
 
     @property
     def fallback_share(self) -> float | None:
@@ -261,6 +315,8 @@ class Stats:
             "outcomes": dict(self.outcomes),
             "deployments": [d.as_json() for d in self.deployments],
             "unreadable_lines": self.unreadable,
+            "deflection": self.deflection.as_json(),
+            "days": [{"day": day, **d.as_json()} for day, d in self.days],
         }
 
 
@@ -313,9 +369,13 @@ def compute_stats(
             [line for line in kept if line.deployment == name],
             served=served_by[name],
             as_fallback=as_fallback[name],
+            deflection=Deflection.of(q for q in questions.values() if q.served_by == name),
         )
         for name in order
     )
+    by_day: dict[str, list[LogLine]] = {}
+    for question in sorted(questions.values(), key=lambda q: q.time):
+        by_day.setdefault(_iso(question.time)[:10], []).append(question)
     return Stats(
         since=since,
         until=now,
@@ -325,6 +385,8 @@ def compute_stats(
         outcomes=tuple(sorted(outcomes.items())),
         deployments=deployments,
         unreadable=unreadable,
+        deflection=Deflection.of(questions.values()),
+        days=tuple((day, Deflection.of(group)) for day, group in by_day.items()),
     )
 
 
@@ -333,7 +395,12 @@ def _is_fallback(question: LogLine) -> bool:
 
 
 def _deployment_stats(
-    name: str, lines: Sequence[LogLine], *, served: int, as_fallback: int
+    name: str,
+    lines: Sequence[LogLine],
+    *,
+    served: int,
+    as_fallback: int,
+    deflection: Deflection,
 ) -> DeploymentStats:
     calls = [line for line in lines if line.decision is not Outcome.SKIPPED]
     errors = Counter(str(line.error_class) for line in calls if line.error_class is not None)
@@ -352,6 +419,7 @@ def _deployment_stats(
         tokens_in=sum(line.tokens_in or 0 for line in calls),
         tokens_out=sum(line.tokens_out or 0 for line in calls),
         cost_usd=_total(line.cost_usd for line in calls),
+        deflection=deflection,
     )
 
 

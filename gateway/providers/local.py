@@ -1,12 +1,14 @@
 """The offline deployment: answers from the help centre itself, with no network and no key.
 
 It answers with the best passage (`gateway.knowledge.rank`, the same ranker that chooses
-the prompt's passages) as plain text, trimmed to the prompt's word limit and naming its
-article. When the passages were chosen by rank already, it takes the best of those
-without ranking again; otherwise it ranks the articles it was given. When the best
-passage does not cover the question well enough (its coverage, the share of the
-question's weight it holds, is not MORE than half), it gives the prompt's "not covered"
-reply. A question of stopwords only is not covered.
+the prompt's passages) as plain text, trimmed to the prompt's word limit, naming its
+article and citing it with its marker (`[n]`, its place among the sources sent) as the
+prompt asks a model to. When the passages were chosen by rank already, it takes the best
+of those without ranking again; otherwise it ranks the articles it was given. When the
+best passage does not cover the question well enough (its coverage, the share of the
+question's weight it holds, is not MORE than half), it hands off as the prompt says: the
+handoff marker with its reason, then the "not covered" sentence. A question of stopwords
+only is not covered.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from dataclasses import replace
 from gateway.config import Deployment
 from gateway.knowledge.passages import ITEM
 from gateway.model import Reply, Request, Source, TextSink
-from prompts import WORD_LIMIT, not_covered
+from prompts import HANDOFF_MARKER, WORD_LIMIT, marker, not_covered
 
 MODEL = "local-bm25"
 MIN_COVERAGE = 0.5  # answer only when the best passage holds MORE than half the weight
+NOT_COVERED_REASON = "no article covers this question"
 
 
 def best_passage(request: Request) -> Source | None:
@@ -43,13 +46,25 @@ def best_passage(request: Request) -> Source | None:
     return replace(index.fetch([top.key])[0], score=top.score, coverage=top.coverage)
 
 
-def answer(request: Request) -> str:
-    """The offline answer: the best passage, or the "not covered" reply."""
+def answer(request: Request, words: int = WORD_LIMIT) -> str:
+    """The offline answer within `words` words: the best passage, citing it, or the
+    handoff."""
     match = best_passage(request)
     if match is None or (match.coverage or 0.0) <= MIN_COVERAGE:
-        return not_covered(request.product)
+        return f"{HANDOFF_MARKER} {NOT_COVERED_REASON}\n{not_covered(request.product)}"
     prefix = f"From \u201c{match.title}\u201d:"
-    return f"{prefix} {trim(plain(match.text), WORD_LIMIT - len(prefix.split()))}"
+    number = _number(request, match)
+    cite = "" if number is None else f" {marker(number)}"
+    room = words - len(prefix.split()) - len(cite.split())
+    return f"{prefix} {trim(plain(match.text), room)}{cite}"
+
+
+def _number(request: Request, match: Source) -> int | None:
+    """The marker's number of the source `match` is (or is part of: a whole article)."""
+    for number, source in enumerate(request.sources, start=1):
+        if source.article == match.article and source.number in (match.number, None):
+            return number
+    return None
 
 
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\s]*)[^)]*\)")

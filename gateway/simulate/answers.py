@@ -16,10 +16,15 @@ Answerer = Callable[[str], str]
 """question -> answer text (without the deployment tag)."""
 
 _TAG_WORDS = 1  # "[name]": a deployment name has no spaces (the config loader insists)
-_ANSWER_TIMEOUT = 5.0  # the offline ranker never blocks; a Provider must be given one
 
 
 def tagged(deployment_name: str, text: str) -> str:
+    """`text` tagged with who served; a handoff keeps its marker first, as the prompt
+    asks, so the tag goes into its reason."""
+    from prompts import HANDOFF_MARKER
+
+    if text.startswith(HANDOFF_MARKER):
+        return f"{HANDOFF_MARKER} [{deployment_name}]{text[len(HANDOFF_MARKER) :]}"
     return f"[{deployment_name}] {text}"
 
 
@@ -39,18 +44,19 @@ def answer_text(deployment_name: str, question: str) -> str:
 def local_answerer(articles: Sequence[Article], product: str) -> Answerer:
     """An answerer that follows the prompt: the offline ranker's answer from `articles`.
 
-    It answers from the best-matching passage, or with the prompt's "not covered" reply
-    when nothing matches well enough, and leaves room for the deployment tag so that the
+    It answers from the best-matching passage, citing it by its article's marker as a
+    prompt holding every article whole numbers them, or hands off as the prompt says when
+    nothing matches well enough, and leaves room for the deployment tag so that the
     tagged answer still keeps within the prompt's word limit.
     """
     # Imported here: only `simulate` and `eval --simulate` with articles need the ranker.
-    from gateway.config import Deployment
-    from gateway.model import ProviderKind, Request
-    from gateway.providers.local import LocalProvider, trim
+    from gateway.knowledge.select import everything
+    from gateway.model import Request
+    from gateway.providers import local
     from prompts import WORD_LIMIT
 
-    provider = LocalProvider(Deployment("simulated-answers", ProviderKind.LOCAL, 1_000_000))
     shared = tuple(articles)
+    sources = everything(shared).sources
 
     def answer(question: str) -> str:
         request = Request(
@@ -59,8 +65,8 @@ def local_answerer(articles: Sequence[Article], product: str) -> Answerer:
             max_output_tokens=WORD_LIMIT,
             articles=shared,
             product=product,
+            sources=sources,
         )
-        reply = provider.complete(request, timeout=_ANSWER_TIMEOUT)
-        return trim(reply.text, WORD_LIMIT - _TAG_WORDS)
+        return local.answer(request, words=WORD_LIMIT - _TAG_WORDS)
 
     return answer

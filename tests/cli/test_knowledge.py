@@ -57,7 +57,8 @@ def test_json_lists_every_article_sent_whole_for_a_small_help_centre(workdir: Pa
 def test_json_lists_the_passages_sent_from_a_big_help_centre(centre: Path) -> None:
     code, data, stderr = ask(QUESTION, "-a", str(centre))
     assert code == 0
-    assert data["answer"] == f"From \u201cRefunds for annual plans\u201d: {NEEDLE}"
+    assert data["answer"] == f"From \u201cRefunds for annual plans\u201d: {NEEDLE} [1]"
+    assert data["citations"][0]["path"] == str(centre / "refunds.md")  # type: ignore[index]
     first = data["articles"][0]  # type: ignore[index]
     assert first["path"] == str(centre / "refunds.md")
     assert first["heading"] == "Asking for a refund"

@@ -208,7 +208,7 @@ def test_ask_logs_and_warns_when_fallbacks_serve_recent_traffic(tmp_path: Path) 
     config = str(write_config(tmp_path, "max_fallback_rate: 0.2\n"))
     log = tmp_path / "logs" / "attempts.jsonl"
     articles = str(kb(tmp_path))
-    question = "How do I reset my password? My card is 4242."
+    question = "How do I reset my password? I forgot it."
     errs = []
     for _ in range(5):
         code, out, err = run(question, "-a", articles, "-c", config, "--log", str(log))
@@ -216,7 +216,7 @@ def test_ask_logs_and_warns_when_fallbacks_serve_recent_traffic(tmp_path: Path) 
         errs.append(err)
     assert "fallback share" not in errs[0]  # one question is no trend
     assert "fallback share 100% is above 20%" in errs[-1]
-    assert "4242" not in log.read_text()  # the question stays out of the log
+    assert "forgot it" not in log.read_text()  # the question stays out of the log
 
     code, out, _ = run("stats", "--json", "--log", str(log), "-c", config)
     data = json.loads(out)

@@ -217,3 +217,21 @@ def test_plain_answers_break_no_rule() -> None:
     )
     assert rule_breaks(answer) == ()
     assert rule_breaks(not_covered("Acme Cloud")) == ()
+
+
+def test_passages_are_numbered_as_sent_and_the_prompt_asks_for_those_markers() -> None:
+    from gateway.model import Source
+    from prompts import HANDOFF_MARKER
+
+    passages = [
+        Source("kb/refunds.md", "Refunds", "", "Refunds take 5 days.", 6, 3, 0),
+        Source("kb/refunds.md", "Refunds", "Annual plans", "Ask billing.", 4, 3, 2),
+        Source("kb/plans.md", "Plans", "Prices", "Plans cost $5.", 5, 1, 1),
+    ]
+    rendered = render(load_prompt(None), product="Acme Cloud", articles=[], passages=passages)
+    assert rendered.count("Article: Refunds\nSource: kb/refunds.md") == 1
+    assert "[1] Refunds take 5 days." in rendered
+    assert "[2] ## Annual plans\n\nAsk billing." in rendered
+    assert "Article: Plans\nSource: kb/plans.md\n\n[3] ## Prices" in rendered
+    assert "such as [1]" in rendered
+    assert f"begin your reply with {HANDOFF_MARKER}" in rendered

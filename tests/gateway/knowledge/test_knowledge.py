@@ -107,7 +107,8 @@ def test_the_offline_deployment_answers_from_the_best_passage_sent(centre: Path)
     assert request.articles == ()  # the whole set never travels with the request
     local = LocalProvider(Deployment("local", ProviderKind.LOCAL, 10**6))
     answer = local.complete(request, timeout=5).text
-    assert answer == f"From \u201cRefunds for annual plans\u201d: {NEEDLE}"
+    cited = next(n for n, s in enumerate(request.sources, 1) if NEEDLE in s.text)
+    assert answer == f"From \u201cRefunds for annual plans\u201d: {NEEDLE} [{cited}]"
     index.close()
 
 

@@ -175,7 +175,12 @@ def test_json_shape(log_path: Path) -> None:
         "tokens_in": 0,  # lines written before usage was logged count as none
         "tokens_out": 0,
         "cost_usd": None,
-    }
+        # Lines written before actions were logged: an answered question was answered.
+        "deflection": {
+            "questions": 2, "answered": 2, "handoff": 0, "refused": 0,
+            "answered_rate": 1.0, "handoff_rate": 0.0, "refused_rate": 0.0,
+        },
+    }  # fmt: skip
 
 
 def test_both_generations_are_read(tmp_path: Path) -> None:
@@ -316,3 +321,34 @@ def test_parse_window(text: str, seconds: float) -> None:
 def test_parse_window_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="like 90m, 24h or 7d"):
         parse_window(text)
+
+
+def test_deflection_per_day_and_per_deployment(tmp_path: Path) -> None:
+    def line(
+        qid: str, hours_ago: float, served: str | None, outcome: str, action: str | None
+    ) -> str:
+        return json.dumps({
+            "v": 1, "time": format_time(NOW - hours_ago * 3600), "qid": qid, "n": 1, "of": 1,
+            "deployment": served, "attempt": 1, "status": 200, "error_class": None,
+            "decision": "answered", "wait_s": 0.0, "latency_s": 0.5, "cooled": False,
+            "served_by": served, "first": "primary", "outcome": outcome, "action": action,
+        })  # fmt: skip
+
+    path = tmp_path / "attempts.jsonl"
+    path.write_text("\n".join([
+        line("a", 30, "primary", "answered", "answer"),
+        line("b", 29, "primary", "answered", "handoff"),
+        line("c", 2, None, "answered", "handoff"),  # not covered: no deployment asked
+        line("d", 1, "fallback", "refused", None),
+        line("e", 1, "primary", "answered", "answer"),
+    ]) + "\n")  # fmt: skip
+    stats = compute_stats(read_log(path).lines, now=NOW, window_s=2 * 86400)
+    assert stats.deflection.as_json() == {
+        "questions": 5, "answered": 2, "handoff": 2, "refused": 1,
+        "answered_rate": 0.4, "handoff_rate": 0.4, "refused_rate": 0.2,
+    }  # fmt: skip
+    days = {day: (d.questions, d.answered, d.handoff, d.refused) for day, d in stats.days}
+    assert days == {"2025-12-30": (2, 1, 1, 0), "2025-12-31": (3, 1, 1, 1)}
+    by_name = {d.name: d.deflection for d in stats.deployments}
+    assert (by_name["primary"].answered, by_name["primary"].handoff) == (2, 1)
+    assert (by_name["fallback"].questions, by_name["fallback"].refused) == (1, 1)

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from gateway.answers.handoff import handoff_detail
 from gateway.clock import VirtualClock
 from gateway.config import Deployment
 from gateway.model import Article, ErrorKind, ProviderError, ProviderKind, Request, Timer
 from gateway.providers import local
+from gateway.providers.local import NOT_COVERED_REASON
 from gateway.seams import Provider
 from gateway.secrets.key import Secret
 from gateway.simulate import (
@@ -1123,7 +1125,15 @@ def test_local_answerer_answers_from_the_matching_article_or_says_not_covered() 
     answer = local_answerer(KB, "Acme Cloud")
     assert "Forgot password" in answer(QUESTION)
     assert "PDF" in answer("Where do I download an invoice?")
-    assert answer("Do you sell gift cards?") == not_covered("Acme Cloud")
+    handoff = answer("Do you sell gift cards?")
+    assert handoff_detail(handoff, "Acme Cloud") == NOT_COVERED_REASON
+    assert handoff.endswith("\n" + not_covered("Acme Cloud"))
+
+
+def test_local_answerer_cites_the_article_it_answers_from_by_its_marker() -> None:
+    answer = local_answerer(KB, "Acme Cloud")
+    assert answer(QUESTION).endswith(" [1]")  # PASSWORD is the first article sent
+    assert answer("Where do I download an invoice?").endswith(" [2]")
 
 
 def test_a_tagged_local_answer_keeps_to_the_prompts_rules() -> None:
@@ -1135,6 +1145,7 @@ def test_a_tagged_local_answer_keeps_to_the_prompts_rules() -> None:
     untagged = local.answer(Request("", question, 400, KB, "Acme Cloud"))
     assert len(untagged.split()) == WORD_LIMIT, "the offline answer alone fills the limit"
     assert len(f"[primary] {answer(question)}".split()) == WORD_LIMIT
+    assert answer(question).endswith(" [3]"), "trimmed to the limit, the citation kept"
 
 
 def _answering_sim(*specs: str) -> Sim:
@@ -1155,7 +1166,9 @@ def test_with_an_answerer_every_provider_answers_the_question_tagged_with_its_na
     streamed = deltas_of(d, sse_frames(sim.send(d, stream=True).text, d))
     assert "".join(streamed) == expected
     other = text_of(d, json.loads(sim.send(d, question="Gift cards?").content))
-    assert other == f"[{d.name}] " + not_covered("Acme Cloud")
+    # A handoff keeps its marker first; the tag joins its reason.
+    assert handoff_detail(other, "Acme Cloud") == f"[{d.name}] {NOT_COVERED_REASON}"
+    assert other.endswith("\n" + not_covered("Acme Cloud"))
 
 
 def test_with_an_answerer_a_cut_stream_drops_part_way_through_that_answer() -> None:

@@ -1,0 +1,66 @@
+"""What `ask` and `batch` do around the engine so that each answer means something to a
+script (issue 19): every reply is settled (`gateway.answers.settle`: its action, handoff
+and citations); a stream shows only what the settled answer will hold; the plain answer
+ends with its sources; stderr says why a question was handed off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gateway.answers.stream import AnswerStream
+    from gateway.config import Config
+    from gateway.model import Request, Result
+
+
+def settled(result: Result, config: Config, product: str, articles: Sequence[Path]) -> Result:
+    """`result` with its action, handoff and citations (URLs from the `--articles` paths)."""
+    from gateway.answers.settle import settle
+
+    return settle(
+        result,
+        settings=config.answers,
+        product=product,
+        roots=[str(path) for path in articles],
+        url_base=config.articles.url_base,
+    )
+
+
+def answer_stream(config: Config, request: Request) -> AnswerStream:
+    """What a streaming customer may see of the reply to `request`, as `settled` decides."""
+    from gateway.answers.stream import AnswerStream
+    from gateway.config import CitationStyle
+
+    return AnswerStream(
+        sent=len(request.sources),
+        product=request.product,
+        keep_markers=config.answers.citations is CitationStyle.MARKERS,
+        require_citation=config.answers.require_citation,
+    )
+
+
+def sources_list(result: Result, config: Config) -> str:
+    """The "Sources" list the plain answer ends with ("" for none: nothing cited, a
+    handoff, or `answers.citations: none`)."""
+    from gateway.config import CitationStyle
+    from gateway.model import Action
+
+    if result.action is not Action.ANSWER or config.answers.citations is CitationStyle.NONE:
+        return ""
+    from gateway.answers.settle import sources_text
+
+    return sources_text(result.citations)
+
+
+def handoff_notice(result: Result) -> str:
+    """Stderr's line for a handoff: its reason, and the detail when it is ours (a model's
+    own words may repeat the customer's, so they stay in the JSON)."""
+    from gateway.model import HandoffReason
+
+    handoff = result.handoff
+    assert handoff is not None
+    said = "" if handoff.reason is HandoffReason.MODEL else f": {handoff.detail}"
+    return f"handed off ({handoff.reason}, exit 5){said}; stdout holds the handoff message"
