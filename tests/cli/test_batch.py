@@ -247,7 +247,7 @@ def test_each_line_gets_its_id_and_the_object_ask_json_prints_and_bad_lines_thei
     )
     assert json.loads(stats.stdout)["questions"] == 3 + 1  # the batch's three, and the ask
     assert "batch done: 3 asked" in run.stderr
-    assert "3 answered, 0 refused, 0 failed, 2 bad lines" in run.stderr
+    assert "3 answered, 0 handed off, 0 refused, 0 failed, 2 bad lines" in run.stderr
 
 
 def test_plain_text_from_stdin_is_numbered_by_line_over_kept_alive_connections(
