@@ -1,7 +1,7 @@
 """The YAML configuration, loaded into frozen dataclasses and validated with file:line errors.
 
     model     the records (Config, Deployment, Policy, Price, LogSettings,
-              ArticleSettings) and ConfigError
+              ArticleSettings, AnswerSettings) and ConfigError
     find      which config file to use, and where the cooldown state lives
     load      a file or the bundled default -> Config, through the cache
     cache     validated configs kept in the user cache dir, keyed by file and code
@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 
 from gateway.config.model import (
     BUNDLED_SOURCE,
+    AnswerSettings,
     ArticleSettings,
+    CitationStyle,
     Config,
     ConfigError,
     Deployment,
@@ -47,7 +49,9 @@ __all__ = [
     "BUNDLED_SOURCE",
     "CONFIG_ENV",
     "STATE_ENV",
+    "AnswerSettings",
     "ArticleSettings",
+    "CitationStyle",
     "Config",
     "ConfigError",
     "Deployment",
