@@ -1,5 +1,5 @@
 """What `ask` and `batch` do around the engine so that each answer means something to a
-script (issue 19): every reply is settled (`gateway.answers.settle`: its action, handoff
+script: every reply is settled (`gateway.answers.settle`: its action, handoff
 and citations); a stream shows only what the settled answer will hold; the plain answer
 ends with its sources; stderr says why a question was handed off.
 """

@@ -1,4 +1,4 @@
-"""Answers a script can act on (issue 19), through the real CLI against providers on
+"""Answers a script can act on, through the real CLI against providers on
 127.0.0.1 speaking their own wire formats: the citations kept and listed, the handoff's
 exit 5 and message (the model's, uncited), streams cut anywhere, `batch`, the log and
 `stats`."""
