@@ -11,14 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.shell.root import build_app
-from tests.support.helpcentre import age, write_centre
+from tests.support.helpcentre import write_billing_centre
 from tests.support.paths import REPO
 
-REFUNDS = (
-    "# Refunds\n\n## Asking for a refund\n\nWrite to billing within 30 days of the charge "
-    "and the refund reaches your card in a week.\n"
-)
-INVOICES = "# Invoices\n\n## Downloading an invoice\n\nOpen Billing and click Download PDF.\n"
 GOLDEN = """\
 - question: How do I get a refund of the charge?
   articles: [billing/refunds.md]
@@ -52,12 +47,7 @@ def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def centre(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("centre")
-    write_centre(root, 40)
-    (root / "billing").mkdir()
-    age(root / "billing" / "refunds.md", REFUNDS)
-    age(root / "billing" / "invoices.md", INVOICES)
-    return root
+    return write_billing_centre(tmp_path_factory.mktemp("centre"))
 
 
 def run(*args: str) -> tuple[int, str, str]:

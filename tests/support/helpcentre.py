@@ -54,3 +54,20 @@ def write_centre(root: Path, pages: int, *, seed: int = 1, sections: int = 6) ->
         path.write_text(html_page(rng, f"{_word(rng).capitalize()} guide {number}", sections))
         paths.append(age(path))
     return paths
+
+
+REFUNDS = (
+    "# Refunds\n\n## Asking for a refund\n\nWrite to billing within 30 days of the charge "
+    "and the refund reaches your card in a week.\n"
+)
+INVOICES = "# Invoices\n\n## Downloading an invoice\n\nOpen Billing and click Download PDF.\n"
+
+
+def write_billing_centre(root: Path) -> Path:
+    """40 filler pages and two billing articles that golden questions can name by path
+    (billing/refunds.md, billing/invoices.md): large enough to be ranked; `root`."""
+    write_centre(root, 40)
+    (root / "billing").mkdir()
+    age(root / "billing" / "refunds.md", REFUNDS)
+    age(root / "billing" / "invoices.md", INVOICES)
+    return root

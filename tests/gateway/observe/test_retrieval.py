@@ -21,13 +21,8 @@ from gateway.observe.retrieval import (
     sweep,
     totals,
 )
-from tests.support.helpcentre import age, write_centre
+from tests.support.helpcentre import REFUNDS, write_billing_centre
 
-REFUNDS = (
-    "# Refunds\n\n## Asking for a refund\n\nWrite to billing within 30 days of the charge "
-    "and the refund reaches your card in a week.\n"
-)
-INVOICES = "# Invoices\n\n## Downloading an invoice\n\nOpen Billing and click Download PDF.\n"
 BUDGET = 600
 
 
@@ -46,12 +41,7 @@ GOLDEN = (
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> MemoryIndex:
-    root = tmp_path_factory.mktemp("centre")
-    write_centre(root, 40)
-    (root / "billing").mkdir()
-    age(root / "billing" / "refunds.md", REFUNDS)
-    age(root / "billing" / "invoices.md", INVOICES)
-    articles, _ = load_articles([root])
+    articles, _ = load_articles([write_billing_centre(tmp_path_factory.mktemp("centre"))])
     return MemoryIndex(articles)
 
 
