@@ -7,20 +7,27 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cli.commands.outcome import (
+    check_restart,
+    error_extra,
+    report_outcome,
+    retry_after_for,
+    warn_invented,
+)
+from cli.commands.record import log_question, scrubbed, warn_fallback_rate
 from cli.runtime.exitcodes import ExitCode, exit_code_for
+from cli.runtime.failure import CliError
 from cli.runtime.options import AskOptions
-from cli.runtime.wiring import CliError
+from cli.runtime.session import open_session
 from cli.terminal.diag import Diag, is_tty
 from gateway.model import (
     Attempt,
     FailureKind,
     QuestionError,
-    RefusedBy,
     Result,
     Route,
     Status,
@@ -29,15 +36,11 @@ from gateway.model import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from cli.runtime.session import Session
     from cli.terminal.render import AttemptsDisplay
     from gateway.answers.masking import Masked
     from gateway.config import Config
-    from gateway.knowledge.index import Index
-    from gateway.observe.attemptlog import AttemptLog
     from gateway.seams import StateStore
-    from gateway.secrets.redactor import Redactor
 
 STDIN = "-"
 
@@ -56,76 +59,6 @@ def read_question(words: tuple[str, ...]) -> str | None:
     if stdin_is_tty():
         return None
     return sys.stdin.read()
-
-
-def _fix_for(result: Result, code: ExitCode, retry_after: float | None = None) -> str:
-    kind = None if result.error is None else result.error.kind
-    if code is ExitCode.TEMPFAIL:
-        from cli.runtime.common import duration
-
-        when = "later" if not retry_after else f"in {duration(retry_after)}"
-        return (
-            f"retry {when}; `support-ask cooldowns` shows when each deployment is back "
-            "(`support-ask cooldowns reset` clears them)"
-        )
-    if kind is FailureKind.TOO_LARGE:
-        return "ask a shorter question or pass fewer articles"
-    if kind is FailureKind.INCOMPLETE and result.finish_reason is not None:
-        return (
-            f"the answer above ended early (finish_reason {result.finish_reason}): raise "
-            "max_output_tokens in the config, or ask again"
-        )
-    if kind is FailureKind.INCOMPLETE:
-        return "the answer above is cut short; ask again"
-    if code is ExitCode.DATAERR:
-        return "this request cannot succeed as sent; see the detail above"
-    return "check keys and endpoints with `support-ask config check`"
-
-
-def report_failure(diag: Diag, result: Result, retry_after: float | None = None) -> None:
-    code = exit_code_for(result)
-    fix = _fix_for(result, code, retry_after)
-    if result.error is None:
-        diag.error(f"the question failed ({result.status})", fix=fix)
-        return
-    diag.error(result.error.message)
-    for d in result.error.deployments:
-        diag.detail(f"  {d.name}: {d.last_error}")
-    diag.detail(f"  fix: {fix}")
-
-
-def report_outcome(
-    diag: Diag, result: Result, config: Config, retry_after: float | None = None
-) -> None:
-    from cli.terminal.render import fallback_notice
-
-    if result.status is Status.REFUSED:
-        refusal = result.refusal
-        if refusal is not None and refusal.by is RefusedBy.PROVIDER:
-            # Nothing the model wrote exists: stdout stays empty, and this says why.
-            diag.notice(
-                f"the provider's content filter blocked this request (deployment "
-                f"{result.deployment}); nothing was answered: {refusal.message}"
-            )
-        else:
-            diag.notice(
-                f"the model refused (deployment {result.deployment}); its reply is on stdout as is"
-            )
-    elif result.status is not Status.ANSWERED:
-        report_failure(diag, result, retry_after)
-        return
-    elif result.handoff is not None:
-        from cli.commands.answering import handoff_notice
-
-        diag.notice(handoff_notice(result))
-    elif result.grounded is False:
-        diag.warn(
-            "the answer cites no passage of the help centre (grounded: false): check it "
-            "before posting, or set answers.require_citation: true to hand such answers off"
-        )
-    notice = fallback_notice(result, config)
-    if notice:
-        diag.notice(notice)
 
 
 @dataclass
@@ -149,17 +82,6 @@ def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> i
             if failure is not None:
                 write_failure_json(failure, json_lines=opts.stream)
         raise
-
-
-def check_restart(allow_restart: bool, *, stream: bool, json_lines: bool) -> None:
-    """--allow-restart speaks only JSON Lines: a restart is an event a consumer reads."""
-    if allow_restart and not (stream and json_lines):
-        raise CliError(
-            "--allow-restart needs --stream and --json: a restart is a JSON line telling "
-            "the consumer to drop the text it showed",
-            ExitCode.USAGE,
-            fix="add --stream --json, or leave out --allow-restart",
-        )
 
 
 def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _Stdout) -> int:
@@ -199,44 +121,17 @@ def _run_ask(opts: AskOptions, diag: Diag, show_help: Callable[[], None], out: _
             fix='ask something: support-ask "How do I reset my password?"',
         )
 
-    with session(opts, diag) as (config, redactor):
-        return _ask(opts, diag, config, question, turns, redactor, out)
-
-
-@contextmanager
-def session(opts: AskOptions, diag: Diag) -> Iterator[tuple[Config, Redactor]]:
-    """What every question of a run is asked under (`ask`'s one, `batch`'s many): the
-    config with the command line's overrides, its keys checked, the run's one redactor on
-    stdout, stderr and the logs."""
-    from cli.runtime import overrides, wiring
-    from cli.terminal.scrubbed import protect
-    from gateway.config.keys import check_keys
-    from gateway.secrets.redactor import redactor_for
-
-    environ = opts.environ
-    config = wiring.load_settings(opts.config, environ=environ, notice=diag.notice)
-    config = overrides.apply(
-        config, deployments=opts.deployments, budget=opts.budget, timeout=opts.timeout
-    )
-    check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
-    redactor = redactor_for(config, environ)  # the run's one redactor, for every output
-    protect(redactor)
-    with _logging(opts, redactor):
-        yield config, redactor
+    with open_session(opts, diag) as session:
+        return _ask(opts, session, question, turns, out)
 
 
 def _ask(
-    opts: AskOptions,
-    diag: Diag,
-    config: Config,
-    question: str,
-    turns: tuple[Turn, ...],
-    redactor: Redactor,
-    out: _Stdout,
+    opts: AskOptions, session: Session, question: str, turns: tuple[Turn, ...], out: _Stdout
 ) -> int:
     from cli.terminal.render import AttemptsDisplay
     from gateway.answers.masking import Masker, StreamUnmasker, masked_turns, unmask_result
 
+    diag, config, redactor = session.diag, session.config, session.redactor
     # Once, before anything is sent anywhere: every attempt, log line and error from here
     # on sees the placeholders only; the customer's values come back in what is printed.
     masked = Masker.of(config.privacy).mask([*(t.content for t in turns), question])
@@ -263,7 +158,7 @@ def _ask(
     if started is None:
         started = time.monotonic()
     try:
-        ran = _run_engine(opts, diag, config, masked, turns, redactor, display, sink)
+        ran = _run_engine(opts, session, masked, turns, display, sink)
     except KeyboardInterrupt as stop:
         # Ctrl-C, SIGTERM, SIGHUP: what was tried so far is still a question asked. Say
         # it on stdout (--json) and in the log, then let the guard name the signal.
@@ -279,9 +174,7 @@ def _ask(
                 _write_stdout(opts, config, unmask_result(stopped, masked)[0], sink)
                 out.result_written = True
         finally:
-            _log_question(
-                opts, config, stopped, redactor.scrub(question), diag, scrubbed(redactor, turns)
-            )
+            _log_question(session, stopped, redactor.scrub(question), scrubbed(redactor, turns))
         raise
     ended, store = ran.result, ran.store
     if sink is not None:
@@ -298,19 +191,8 @@ def _ask(
         report_outcome(diag, ended, config, retry_after)
     finally:
         # Logged even when stdout's reader went away: the answer was paid for.
-        _log_question(
-            opts, config, ended, redactor.scrub(question), diag, scrubbed(redactor, turns)
-        )
+        _log_question(session, ended, redactor.scrub(question), scrubbed(redactor, turns))
     return code
-
-
-def warn_invented(diag: Diag, invented: Sequence[str]) -> None:
-    """Placeholders in the answer that stand for nothing the customer wrote."""
-    if invented:
-        diag.warn(
-            f"the answer holds {', '.join(invented)}, which stands for nothing the customer "
-            "wrote (the model made it up); it is shown as written"
-        )
 
 
 def _interrupted(attempts: Sequence[Attempt], message: str, elapsed: float, sink: object) -> Result:
@@ -341,33 +223,11 @@ class _Ran:
 
 def _run_engine(
     opts: AskOptions,
-    diag: Diag,
-    config: Config,
+    session: Session,
     masked: Masked,
     turns: tuple[Turn, ...],
-    redactor: Redactor,
     display: AttemptsDisplay,
     sink: TextSink | None,
-) -> _Ran:
-    index, budget = open_help_centre(opts, config, diag)
-    try:
-        chat = (masked, turns)
-        return _call(opts, diag, config, chat, redactor, display, sink, index, budget)
-    finally:
-        if index is not None:
-            index.close()
-
-
-def _call(
-    opts: AskOptions,
-    diag: Diag,
-    config: Config,
-    chat: tuple[Masked, tuple[Turn, ...]],
-    redactor: Redactor,
-    display: AttemptsDisplay,
-    sink: TextSink | None,
-    index: Index | None,
-    budget: int | None,
 ) -> _Ran:
     """Ask the engine, with the help centre open: a deployment with a smaller window is
     sent fewer passages, chosen from it then."""
@@ -375,39 +235,23 @@ def _call(
     from cli.runtime import wiring
     from cli.runtime.started import process_start
 
-    environ = opts.environ
-    masked, turns = chat
+    session.warn_about_articles()
+    session.open_help_centre()
+    config = session.config
     forced = wiring.forced_language(opts.language)
-    language = wiring.reply_language(config, masked.question, turns, forced, diag.warn)
-    prompts = wiring.masked_prompting(
-        config, masked, turns, index, budget=budget, product=opts.product, language=language
-    )
+    language = wiring.reply_language(config, masked.question, turns, forced, session.diag.warn)
+    prompts = session.chat_prompting(masked, turns, language=language)
     request = prompts.request()
-    store = wiring.open_store(
-        wiring.state_location(opts.state, environ=environ, config=config),
-        warn=diag.warn,
-        config=config,
-    )
+    store = session.open_store()
     started = process_start()
 
     from cli.terminal.output import AnswerSink, StreamSink
-    from gateway.clock import SystemClock
 
     shown = None
     if isinstance(sink, StreamSink):
         shown = AnswerSink(answering.answer_stream(config, request), sink)
-    clock = SystemClock()
     with display:
-        engine = wiring.build_engine(
-            config,
-            store=store,
-            clock=clock,
-            sleeper=display,
-            rng=clock,
-            environ=environ,
-            on_attempt=display.add,
-            redactor=redactor,
-        )
+        engine = session.engine(store=store, sleeper=display, on_attempt=display.add)
         try:
             # The engine decides when to count tokens exactly (only when a window is at
             # stake: loading the tokenizer costs more than the rest of a run); the JSON
@@ -424,63 +268,7 @@ def _call(
             engine.close()
     if shown is not None:
         shown.finish()
-    return _Ran(answering.settled(result, config, request.product, opts.articles), store)
-
-
-def open_help_centre(
-    opts: AskOptions, config: Config, diag: Diag
-) -> tuple[Index | None, int | None]:
-    """The help centre every question of the run is answered from (None: no --articles,
-    with a warning), its index built or refreshed now with the progress on stderr, and
-    the passages' budget (None: every article whole). The caller closes the index."""
-    from cli.runtime import wiring
-    from cli.runtime.sample import product_warning
-    from cli.terminal.indexing import IndexProgress
-
-    paths = wiring.article_paths(opts.articles, config)
-    warn_if_no_articles(paths, diag)
-    misfit = product_warning(config, opts.product, paths)
-    if misfit is not None:
-        diag.warn(misfit)
-    budget, whole = article_budget(opts.max_article_tokens, config)
-    with IndexProgress(diag, silent=diag.quiet) as progress:
-        index = wiring.open_help_centre(
-            opts.articles, config, whole=whole, warn=diag.warn, progress=progress
-        )
-    return index, budget
-
-
-def warn_if_no_articles(paths: Sequence[Path], diag: Diag) -> None:
-    if not paths:
-        diag.warn(
-            "no --articles given: every answer will say the question is not covered "
-            "(pass --articles FOLDER, or name it in the config's articles.paths)"
-        )
-
-
-ALL = "all"
-
-
-def article_budget(flag: str | None, config: Config) -> tuple[int | None, bool]:
-    """The passages' budget in tokens (None: no limit) and whether every article is sent
-    whole (`all`), from --max-article-tokens, else the config's articles.max_tokens."""
-    if flag is None:
-        budget = config.articles.max_tokens
-        return budget, budget is None
-    value = flag.strip().lower()
-    if value == ALL:
-        return None, True
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise CliError(
-            f"--max-article-tokens takes a whole number of tokens or `all`, not {flag!r}",
-            ExitCode.USAGE,
-            fix="e.g. --max-article-tokens 6000, or --max-article-tokens all",
-        )
-    return number, False
+    return _Ran(answering.settled(result, config, request.product, session.articles), store)
 
 
 def _write_stdout(
@@ -507,89 +295,13 @@ def _write_stdout(
         write_text("\n" + sources)
 
 
-def retry_after_for(
-    result: Result, store: StateStore, config: Config, environ: Mapping[str, str]
-) -> float | None:
-    """For a question that earned exit 75: the seconds until a deployment can be called."""
-    if exit_code_for(result) is not ExitCode.TEMPFAIL:
-        return None
-    from cli.runtime.common import seconds_until_callable
-
-    return seconds_until_callable(store, config, environ, time.time())
-
-
-def error_extra(result: Result, retry_after: float | None) -> dict[str, object] | None:
-    """What `--json` adds to a failure's `error`: exit 75 says when to come back, so a
-    script can sleep that long, not guess."""
-    if exit_code_for(result) is not ExitCode.TEMPFAIL:
-        return None
-    return {"retry_after_s": None if retry_after is None else round(retry_after, 1)}
-
-
-def _logging(opts: AskOptions, redactor: Redactor) -> AbstractContextManager[None]:
-    from cli.runtime.logsetup import logging_to_stderr
-
-    return logging_to_stderr(verbose=opts.verbose, debug=opts.debug, redactor=redactor)
-
-
-def scrubbed(redactor: Redactor, turns: Sequence[Turn]) -> tuple[Turn, ...]:
-    """The turns with no key in them, for the log."""
-    from dataclasses import replace
-
-    return tuple(replace(t, content=redactor.scrub(t.content)) for t in turns)
-
-
 def _log_question(
-    opts: AskOptions,
-    config: Config,
-    result: Result,
-    question: str,
-    diag: Diag,
-    thread: Sequence[Turn] = (),
+    session: Session, result: Result, question: str, thread: Sequence[Turn] = ()
 ) -> None:
     """Append to the attempt log, then warn if recent traffic leans on fallbacks."""
-    log = open_attempt_log(opts, config, diag)
+    log = session.open_log()
     if log is None:
         return
     now = time.time()
-    log_question(log, config, result, question, now=now, thread=thread)
-    warn_fallback_rate(log, config, diag, now=now)
-
-
-def open_attempt_log(opts: AskOptions, config: Config, diag: Diag) -> AttemptLog | None:
-    from gateway.observe.attemptlog import open_log
-
-    return open_log(
-        flag=opts.log,
-        no_log=opts.no_log,
-        environ=opts.environ,
-        settings=config.log,
-        warn=diag.warn,
-    )
-
-
-def log_question(
-    log: AttemptLog,
-    config: Config,
-    result: Result,
-    question: str,
-    *,
-    now: float,
-    thread: Sequence[Turn] = (),
-) -> None:
-    """One question's attempts in the log (`question` and the `thread`'s turns already
-    scrubbed of keys, and masked)."""
-    from gateway.observe.attemptlog import first_of_route
-
-    first = first_of_route(config, result.routed)
-    log.record(result, now=now, first=first, question=question, thread=thread)
-
-
-def warn_fallback_rate(log: AttemptLog, config: Config, diag: Diag, *, now: float) -> None:
-    """The config's `max_fallback_rate` crossed by recent traffic: say so on stderr."""
-    if config.max_fallback_rate is not None:
-        from gateway.observe.stats import recent_fallback_warning
-
-        warning = recent_fallback_warning(log.path, config.max_fallback_rate, now)
-        if warning:
-            diag.warn(warning)
+    log_question(log, session.config, result, question, now=now, thread=thread)
+    warn_fallback_rate(log, session.config, session.diag, now=now)

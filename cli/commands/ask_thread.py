@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from cli.runtime.exitcodes import ExitCode
-from cli.runtime.wiring import CliError
+from cli.runtime.failure import CliError
 from gateway.answers.thread import EXAMPLE, Chat, ThreadError, chat_of, parse_thread
 
 STDIN = "-"

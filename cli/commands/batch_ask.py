@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from cli.commands.outcome import error_extra, retry_after_for, warn_invented
+from cli.commands.record import log_question, scrubbed
 from cli.runtime.exitcodes import ExitCode, exit_code_for
 
 if TYPE_CHECKING:
-    from cli.terminal.diag import Diag
+    from cli.runtime.session import Session
     from gateway.batch import BadLine, Question
     from gateway.config import Config
     from gateway.knowledge.index import Index
     from gateway.model import Request, Result
     from gateway.observe.attemptlog import AttemptLog
     from gateway.seams import Compactor, StateStore
-    from gateway.secrets.redactor import Redactor
 
 # Worst first: a bug, then a question no deployment could answer (needs a look), then
 # one that may succeed later (`--resume` after a while), then bad input lines, refusals,
@@ -39,68 +39,53 @@ _SEVERITY = (
 
 class Asker:
     """Each question through the run's one engine, as `ask` asks it: its request (its own
-    product, else --product; the passages of `index` that answer it, within `budget`,
-    fewer for a smaller window), its lines in the attempt log, the exit code it earned.
-    `index` is called from every worker: a thread-safe one (`knowledge.shared.Shared`)."""
+    product, else --product; the passages of the session's help centre that answer it,
+    within the budget, fewer for a smaller window), its lines in the attempt log, the exit
+    code it earned. `index` is that help centre as every worker calls it: a thread-safe
+    view (`knowledge.shared.Shared`)."""
 
     def __init__(
         self,
-        config: Config,
+        session: Session,
         index: Index | None,
-        budget: int | None,
         engine_ask: Callable[[Request, Compactor], Result],
         log: AttemptLog | None,
-        redactor: Redactor,
-        product: str | None,
-        diag: Diag,
         *,
-        articles: Sequence[Path] = (),
-        debug: bool = False,
         language: str | None = None,
     ) -> None:
-        self._config = config
+        self._session = session
+        self._config = session.config
         self._index = index
-        self._budget = budget
         self._engine_ask = engine_ask
         self._log = log
-        self._redactor = redactor
-        self._product = product
-        self._articles = articles  # the --articles paths: citations' URLs are under them
-        self._diag = diag
-        self._debug = debug
+        self._redactor = session.redactor
+        self._diag = session.diag
+        self._debug = session.opts.debug
         self._language = language  # --language, for every question
         self._lock = threading.Lock()
         self._seen: set[ExitCode] = set()
         from gateway.answers.masking import Masker
 
-        self._masker = Masker.of(config.privacy)
+        self._masker = Masker.of(self._config.privacy)
 
     def ask(self, question: Question) -> Result:
         """The question asked masked, as `ask` asks it; the Result the customer is shown
         (their values back in the answer), the log's line with the placeholders."""
         from cli.commands import answering
-        from cli.commands.ask import log_question, scrubbed, warn_invented
         from cli.runtime import wiring
         from gateway.answers.masking import masked_turns, unmask_result
 
-        product = question.product or self._product
         masked = self._masker.mask([*(t.content for t in question.turns), question.text])
         turns = masked_turns(masked, question.turns)
         language = wiring.reply_language(
             self._config, masked.question, turns, self._language, self._diag.warn
         )
-        prompts = wiring.masked_prompting(
-            self._config,
-            masked,
-            turns,
-            self._index,
-            budget=self._budget,
-            product=product,
-            language=language,
+        prompts = self._session.chat_prompting(
+            masked, turns, language=language, product=question.product, index=self._index
         )
         request = prompts.request()
         result = self._engine_ask(request, prompts)
-        result = answering.settled(result, self._config, request.product, self._articles)
+        result = answering.settled(result, self._config, request.product, self._session.articles)
         self.earned(exit_code_for(result))
         if self._log is not None:
             text = self._redactor.scrub(masked.question)
@@ -150,7 +135,6 @@ class JsonRecords:
         self._environ = environ
 
     def result(self, question: Question, result: Result) -> dict[str, object]:
-        from cli.commands.ask import error_extra, retry_after_for
         from cli.terminal.output import json_object
 
         # Exactly what `ask --json` prints, built by the same code.

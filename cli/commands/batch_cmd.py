@@ -31,17 +31,16 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 import typer
 
 from cli.runtime.exitcodes import ExitCode
+from cli.runtime.failure import CliError
 from cli.runtime.option_params import After, takes_ask_options
 from cli.runtime.options import AskOptions, Command
 from gateway.batch.source import Format
 
 if TYPE_CHECKING:
+    from cli.runtime.session import Session
     from cli.terminal.batch_view import LineReport, LiveBar
     from cli.terminal.diag import Diag
     from gateway.batch import BatchRunner, ItemId, Progress
-    from gateway.config import Config
-    from gateway.knowledge.index import Index
-    from gateway.secrets.redactor import Redactor
 
 STDIN = "-"
 DEFAULT_CONCURRENCY = 4
@@ -64,8 +63,7 @@ class BatchOptions:
 
 
 def run_batch(opts: BatchOptions, diag: Diag) -> int:
-    from cli.commands.ask import session
-    from cli.runtime.wiring import CliError
+    from cli.runtime.session import open_session
 
     if opts.resume and opts.out is None:
         raise CliError(
@@ -81,13 +79,11 @@ def run_batch(opts: BatchOptions, diag: Diag) -> int:
     from cli.runtime.wiring import forced_language
 
     forced_language(opts.ask.language)  # a code that cannot be one: exit 2 before any line
-    with session(opts.ask, diag) as (config, redactor):
-        return _batch(opts, diag, config, redactor)
+    with open_session(opts.ask, diag) as session:
+        return _batch(opts, session)
 
 
 def _check_source(source: str) -> None:
-    from cli.runtime.wiring import CliError
-
     if source == STDIN:
         return
     path = Path(source)
@@ -105,78 +101,42 @@ def _check_source(source: str) -> None:
         )
 
 
-def _batch(opts: BatchOptions, diag: Diag, config: Config, redactor: Redactor) -> int:
-    from cli.commands.ask import open_help_centre
+def _batch(opts: BatchOptions, session: Session) -> int:
     from cli.runtime import wiring
 
-    ask_opts = opts.ask
     # A bad prompt is a config error before the first question, not a record per line.
-    wiring.request_for(config, "-", None, budget=None, product=ask_opts.product)
+    wiring.request_for(session.config, "-", None, budget=None, product=opts.ask.product)
     # Opened (indexed, refreshed) once for every question, before the first.
-    index, budget = open_help_centre(ask_opts, config, diag)
-    try:
-        return _answer(opts, diag, config, redactor, index, budget)
-    except BaseException:
-        if index is not None:
-            index.close()
-        raise
+    session.warn_about_articles()
+    session.open_help_centre()
+    return _answer(opts, session)
 
 
-def _answer(
-    opts: BatchOptions,
-    diag: Diag,
-    config: Config,
-    redactor: Redactor,
-    index: Index | None,
-    budget: int | None,
-) -> int:
-    from cli.commands.ask import open_attempt_log, warn_fallback_rate
-    from cli.runtime import wiring
+def _answer(opts: BatchOptions, session: Session) -> int:
+    from cli.commands.batch_ask import Asker, JsonRecords
+    from cli.runtime.wiring import forced_language
     from cli.terminal.diag import is_tty
     from gateway.batch import BatchRunner, Limiter, RecordWriter, prepare, read_items
-    from gateway.clock import SystemClock
     from gateway.knowledge.shared import Shared
 
-    ask_opts = opts.ask
-    environ = ask_opts.environ
-    store = wiring.open_store(
-        wiring.state_location(ask_opts.state, environ=environ, config=config),
-        warn=diag.warn,
-        config=config,
-    )
-    log = open_attempt_log(ask_opts, config, diag)
+    diag, config, redactor = session.diag, session.config, session.redactor
+    store = session.open_store()
+    log = session.open_log()
 
     done: frozenset[ItemId] = frozenset()
     if opts.resume and opts.out is not None:
         done = prepare(opts.out, warn=diag.warn).done
 
-    clock = SystemClock()
+    clock = session.clock
     limiter = Limiter(opts.concurrency, clock=clock)
-    engine = wiring.build_engine(
-        config,
-        store=store,
-        clock=clock,
-        sleeper=clock,
-        rng=clock,
-        environ=environ,
-        on_attempt=limiter.observe,
-        redactor=redactor,
-    )
-    from cli.commands.batch_ask import Asker, JsonRecords
-    from cli.runtime.wiring import forced_language
-
+    engine = session.engine(store=store, on_attempt=limiter.observe)
+    index = session.index
     asker = Asker(
-        config,
+        session,
         None if index is None else Shared(index),
-        budget,
         lambda request, prompts: engine.ask(request, compact=prompts),
         log,
-        redactor,
-        ask_opts.product,
-        diag,
-        articles=ask_opts.articles,
-        debug=ask_opts.debug,
-        language=forced_language(ask_opts.language),
+        language=forced_language(opts.ask.language),
     )
     live = diag.animate and not (opts.out is None and is_tty(sys.stdout))
     view = _view(diag, live, opts.every)
@@ -185,7 +145,7 @@ def _answer(
         runner = BatchRunner(
             read_items(lines, opts.format),
             ask=asker.ask,
-            records=JsonRecords(store, config, environ),
+            records=JsonRecords(store, config, session.environ),
             writer=RecordWriter(out, scrub=redactor.scrub if redactor else None),
             limiter=limiter,
             clock=clock,
@@ -197,10 +157,10 @@ def _answer(
         )
         with _signals(runner) as got, view:
             progress = _run(runner, opts)
-        if not runner.aborted:  # else workers may still be using them: the exit frees them
+        if runner.aborted:  # workers may still be using them: the exit frees them
+            session.abandon()
+        else:
             engine.close()
-            if index is not None:
-                index.close()
 
     stopped = _signal_name(got[0]) if got else None
     where = str(opts.out) if opts.out is not None else "stdout"
@@ -208,6 +168,8 @@ def _answer(
 
     diag.detail(summary_line(progress, stopped=stopped, out=where, resumable=opts.out is not None))
     if log is not None:
+        from cli.commands.record import warn_fallback_rate
+
         warn_fallback_rate(log, config, diag, now=time.time())
     if got:
         return ExitCode(128 + got[0])  # as a shell reports the signal (cli.runtime.signals)
@@ -223,7 +185,6 @@ def _answer(
 
 
 def _run(runner: BatchRunner, opts: BatchOptions) -> Progress:
-    from cli.runtime.wiring import CliError
     from gateway.batch import InputError
 
     try:
@@ -254,8 +215,6 @@ def _output(path: Path | None, *, append: bool) -> Iterator[BinaryIO]:
     if path is None:
         yield sys.stdout.buffer
         return
-    from cli.runtime.wiring import CliError
-
     try:
         # Unbuffered: each record reaches the file with its own write.
         f = open(path, "ab" if append else "wb", buffering=0)  # noqa: SIM115

@@ -306,7 +306,7 @@ STDOUT = Path("-")
 def init(target: Path | None, *, force: bool, diag: Diag) -> int:
     """Write the commented sample config (the bundled default) where it will be found."""
     from cli.runtime.exitcodes import ExitCode
-    from cli.runtime.wiring import CliError
+    from cli.runtime.failure import CliError
     from gateway.config import default_config_text, user_config_file
 
     text = default_config_text()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.runtime.common import CONFIG_HELP, STATE_HELP, duration, local_time
+from cli.runtime.failure import CliError
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -174,7 +175,7 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
         assert isinstance(store, RedisStore)
         problem = store.check()
         if problem is not None:
-            raise wiring.CliError(
+            raise CliError(
                 f"could not reach Redis at {path} ({problem}): nothing was cleared",
                 ExitCode.IO_ERROR,
                 fix="start Redis or correct state.url / --state, then run the reset again",
@@ -188,7 +189,7 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
 
             close = get_close_matches(name, sorted(known | recorded), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise wiring.CliError(
+            raise CliError(
                 f"no deployment named '{name}'{hint}",
                 ExitCode.USAGE,
                 fix=f"name one of: {', '.join(sorted(known | recorded))}; or omit it to clear all",
@@ -210,7 +211,7 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
     after = wiring.open_store(path, warn=lambda _: None, config=config, read_only=True).entries()
     left = {c.deployment for c in after if c.name in wanted}
     if left:
-        raise wiring.CliError(
+        raise CliError(
             f"could not write the state file {path}: still cooling down: {', '.join(sorted(left))}",
             ExitCode.IO_ERROR,
             fix="make the file and its folder writable by you, or point --state elsewhere",

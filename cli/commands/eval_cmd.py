@@ -7,9 +7,7 @@ providers (gateway.simulate), as `support-ask simulate` does.
 
 from __future__ import annotations
 
-import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,16 +15,20 @@ import typer
 
 from cli.runtime.common import CONFIG_HELP
 from cli.runtime.exitcodes import ExitCode
+from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
+from cli.runtime.option_params import ask_option
+from cli.runtime.options import AskOptions, Command
+from cli.runtime.session import Simulation, open_session
 from cli.terminal.output import stdout_console
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from cli.runtime.session import Session
     from cli.terminal.diag import Diag
     from gateway.config import Config, Deployment
     from gateway.engine.loop import Engine
-    from gateway.model import Request
     from gateway.observe.evaluate import Answer, EvalQuestion, EvalReport
 
 
@@ -42,85 +44,71 @@ def run_eval_command(
     fail: tuple[str, ...],
     diag: Diag,
     skip_unconfigured: bool = False,
+    max_article_tokens: str | None = None,
 ) -> int:
-    import json
-
-    from cli.runtime import wiring
-    from gateway.observe.evaluate import QuestionsError, load_questions, pick_deployments, run_eval
-    from gateway.state.memory import MemoryStore
+    from gateway.observe.evaluate import QuestionsError, load_questions
 
     if fail and not simulate:
-        raise wiring.CliError("--fail only makes sense with --simulate", ExitCode.USAGE)
+        raise CliError("--fail only makes sense with --simulate", ExitCode.USAGE)
     try:
         questions = load_questions(questions_path)
     except QuestionsError as exc:
-        raise wiring.CliError(
+        raise CliError(
             str(exc),
             ExitCode.NOINPUT,
             fix="give a text file (one question a line) or YAML: "
             "[{question: ..., covered: true|false, expect_contains: [...]}]",
         ) from None
-    config = wiring.load_settings(config_flag, environ=os.environ, notice=diag.notice)
-    if not articles:
-        diag.warn("no --articles given: every question is one the articles do not cover")
-    loaded = wiring.read_articles(articles, warn=diag.warn)
+    opts = AskOptions(
+        articles=articles,
+        config=config_flag,
+        product=product,
+        max_article_tokens=max_article_tokens,
+    )
+    # The fakes answer from the passages the prompt holds, so the rules are checked on
+    # realistic answers.
+    simulation = Simulation(faults=fail) if simulate else None
+    with open_session(opts, diag, simulation=simulation) as session:
+        if not session.articles:
+            diag.warn("no --articles given: every question is one the articles do not cover")
+        session.open_help_centre()
+        return _evaluate(session, questions, deployments, as_json, skip_unconfigured)
 
-    environ: dict[str, str] = dict(os.environ)
-    if not simulate:
-        from gateway.config.keys import check_keys
 
-        check_keys(config, environ)  # a value that cannot be a key: exit 78 before any call
-    transport = None
-    from gateway.clock import SystemClock, VirtualClock
+def _evaluate(
+    session: Session,
+    questions: Sequence[EvalQuestion],
+    deployments: tuple[str, ...],
+    as_json: bool,
+    skip_unconfigured: bool,
+) -> int:
+    import json
+    from functools import cache
 
-    clock: SystemClock | VirtualClock = SystemClock()
-    if simulate:
-        from cli.commands.simulate_cmd import simulated_config, simulated_environ
-        from gateway.simulate import SimulatedTransport, check_names, local_answerer, parse_faults
+    from gateway.observe.evaluate import pick_deployments, run_eval
+    from gateway.state.memory import MemoryStore
 
-        try:
-            faults = parse_faults(fail)
-            check_names(faults, config.all_deployments())
-        except ValueError as exc:
-            raise wiring.CliError(str(exc), ExitCode.USAGE) from None
-        environ = simulated_environ(config)
-        config = simulated_config(config)
-        clock = VirtualClock(start_wall=time.time())
-        # The fakes answer from the articles, so the rules are checked on realistic answers.
-        named = wiring.build_request(config, "", loaded, product=product).product
-        answerer = local_answerer(loaded, named) if loaded else None
-        transport = SimulatedTransport(
-            config.all_deployments(), faults, clock=clock, answerer=answerer
-        )
+    config, diag = session.config, session.diag
     try:
         chosen = pick_deployments(config, deployments)
     except ValueError as exc:
-        raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+        raise CliError(str(exc), ExitCode.USAGE) from None
     if skip_unconfigured:
-        chosen = _configured(chosen, environ, diag)
+        chosen = _configured(chosen, session.environ, diag)
 
-    def request_for(question: str) -> Request:
-        return wiring.build_request(config, question, loaded, product=product)
-
-    jitter = SystemClock()  # real jitter even on virtual time: it only shapes the waits shown
+    # Each question's passages, chosen once for every deployment it is asked of.
+    prompting = cache(session.prompting)
 
     def engine_for(alone: Config) -> Engine:
         # A fresh memory store per question: eval neither honours nor records cooldowns.
-        return wiring.build_engine(
-            alone,
-            store=MemoryStore(),
-            clock=clock,
-            sleeper=clock,
-            rng=jitter,
-            environ=environ,
-            transport=transport,
-        )
+        return session.engine(store=MemoryStore(), config=alone)
 
     progress = _Progress(diag, total=len(questions) * len(chosen))
     report = run_eval(
         config,
         questions,
-        request_for=request_for,
+        request_for=lambda question: prompting(question).request(),
+        compact_for=prompting,
         engine_for=engine_for,
         deployments=chosen,
         on_answer=progress,
@@ -131,11 +119,14 @@ def run_eval_command(
     else:
         _print_eval(report)
     if not report.ran:
-        raise wiring.CliError(
+        raise CliError(
             "no deployment could be asked: each was skipped for every question",
             ExitCode.UNAVAILABLE,
-            fix="set the deployments' API keys (`support-ask config check` shows which), "
-            "or try it offline with --simulate",
+            fix=_not_run_fix(
+                report,
+                keys="set the deployments' API keys (`support-ask config check` shows which), "
+                "or try it offline with --simulate",
+            ),
         )
     if report.violations:
         diag.error(f"{report.violations} rule violation(s); see the summary")
@@ -145,11 +136,35 @@ def run_eval_command(
         skipped = ", ".join(f"{name} ({n})" for name, n in report.not_run().items() if n)
         diag.error(
             f"{report.unasked} of {report.cells} answers could not be asked: {skipped}",
-            fix="set their keys (`support-ask config check` shows which), or leave them out "
-            "with -d NAME or --skip-unconfigured",
+            fix=_not_run_fix(
+                report,
+                keys="set their keys (`support-ask config check` shows which), or leave them "
+                "out with -d NAME or --skip-unconfigured",
+            ),
         )
         return ExitCode.UNAVAILABLE
     return CHECK_FAILED if report.violations else ExitCode.ANSWERED
+
+
+# The engine sends a smaller window fewer passages: too large means the prompt and the
+# question alone are more than the window holds.
+TOO_LARGE_FIX = (
+    "their context window cannot hold the prompt and the question even with the fewest "
+    "passages: check their context_window in the config, or leave them out with -d NAME"
+)
+
+
+def _not_run_fix(report: EvalReport, *, keys: str) -> str:
+    """The fix for the answers not asked, naming their real cause: the prompt's size, or
+    (`keys`) keys not set."""
+    from gateway.model import FailureKind
+
+    causes = report.not_run_causes()
+    if causes == {FailureKind.TOO_LARGE}:
+        return TOO_LARGE_FIX
+    if FailureKind.TOO_LARGE in causes:
+        return f"{TOO_LARGE_FIX}; for the others, {keys}"
+    return keys
 
 
 def _configured(
@@ -257,8 +272,6 @@ def _print_eval(report: EvalReport) -> None:
 def _questions_or_usage(questions: Path | None, stray: list[str]) -> Path:
     """The questions file of a rules eval; a usage error without one, or with a flag that
     only a golden eval takes."""
-    from cli.runtime.wiring import CliError
-
     if stray:
         raise CliError(
             f"{stray[0]} only goes with --golden FILE",
@@ -273,6 +286,10 @@ def _questions_or_usage(questions: Path | None, stray: list[str]) -> Path:
             "support-ask eval --golden golden.yaml --articles FOLDER --offline",
         )
     return questions
+
+
+Product = Annotated[str | None, ask_option("product", Command.EVAL)]
+MaxArticleTokens = Annotated[str | None, ask_option("max_article_tokens", Command.EVAL)]
 
 
 def register(app: typer.Typer) -> None:
@@ -307,10 +324,8 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        product: Annotated[
-            str | None,
-            typer.Option("--product", help="The product name the prompt uses.", metavar="NAME"),
-        ] = None,
+        product: Product = None,
+        max_article_tokens: MaxArticleTokens = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
         simulate: Annotated[
             bool,
@@ -379,15 +394,6 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        max_article_tokens: Annotated[
-            str | None,
-            typer.Option(
-                "--max-article-tokens",
-                metavar="N|all",
-                help="With --golden: the passages' budget, as for ask (else articles.max_tokens).",
-                show_default=False,
-            ),
-        ] = None,
         quiet: Annotated[
             bool, typer.Option("--quiet", "-q", help="No progress or warnings on stderr.")
         ] = False,
@@ -431,7 +437,6 @@ def register(app: typer.Typer) -> None:
             "--min-recall": min_recall is not None,
             "--min-handoff-recall": min_handoff_recall is not None,
             "--max-false-handoffs": max_false_handoffs is not None,
-            "--max-article-tokens": max_article_tokens is not None,
         }
         stray = [flag for flag, given in golden_only.items() if given]
         guarded(
@@ -448,5 +453,6 @@ def register(app: typer.Typer) -> None:
                 fail=tuple(fail or ()),
                 diag=diag,
                 skip_unconfigured=skip_unconfigured,
+                max_article_tokens=max_article_tokens,
             ),
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode
+from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
 
 if TYPE_CHECKING:
@@ -37,28 +38,28 @@ def run_golden_command(
 ) -> int:
     import json
 
-    from cli.commands.ask import article_budget
     from cli.runtime import wiring
+    from cli.runtime.session import article_budget
     from cli.terminal.golden_view import JudgeProgress, print_report
     from cli.terminal.indexing import IndexProgress
     from gateway.observe import retrieval
     from gateway.observe.golden import GoldenError, load_golden
 
     if questions_path is not None:
-        raise wiring.CliError(
+        raise CliError(
             f"a questions file ({questions_path}) and --golden cannot go together",
             ExitCode.USAGE,
             fix="run the rules eval and the golden eval as two commands",
         )
     if not offline:
-        raise wiring.CliError(
+        raise CliError(
             "--golden asks no deployment yet: the answers' citation checks are not in this build",
             ExitCode.USAGE,
             fix="add --offline (retrieval and the relevance floor, no model called)",
         )
     _check_shares(thresholds)
     if not articles:
-        raise wiring.CliError(
+        raise CliError(
             "--golden needs the help centre its articles are in",
             ExitCode.USAGE,
             fix="pass --articles FOLDER (as for `ask`)",
@@ -66,7 +67,7 @@ def run_golden_command(
     try:
         questions = load_golden(golden_path)
     except GoldenError as exc:
-        raise wiring.CliError(
+        raise CliError(
             str(exc),
             ExitCode.NOINPUT if exc.unreadable else ExitCode.DATAERR,
             fix="each item: {question: ..., articles: [path, ...]} or "
@@ -112,7 +113,6 @@ def run_golden_command(
 
 
 def _check_shares(thresholds: Thresholds) -> None:
-    from cli.runtime.wiring import CliError
 
     for flag, value in (
         ("--min-recall", thresholds.min_recall),

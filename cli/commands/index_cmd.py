@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.runtime.common import CONFIG_HELP, duration, local_time
+from cli.runtime.failure import CliError
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -67,7 +68,6 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
 def _walk(paths: list[Path], config: Config) -> Walked:
     """The files under `paths`, less articles.exclude (the warnings are the build's to give)."""
     from cli.runtime.exitcodes import ExitCode
-    from cli.runtime.wiring import CliError
     from gateway.knowledge.files import SetTooLarge, walk
 
     try:
@@ -188,7 +188,7 @@ def register(app: typer.Typer) -> None:
 
         def run() -> int:
             if show_status and clear_it:
-                raise wiring.CliError(
+                raise CliError(
                     "--status and --clear do not go together", ExitCode.USAGE, fix="pick one"
                 )
             if clear_it:
@@ -196,7 +196,7 @@ def register(app: typer.Typer) -> None:
             settings = wiring.load_settings(config, environ=os.environ, notice=lambda _: None)
             paths = given or list(settings.articles.paths)
             if not paths:
-                raise wiring.CliError(
+                raise CliError(
                     "name the help centre to index",
                     ExitCode.USAGE,
                     fix="support-ask index DIR (the folder you pass to --articles), or name "

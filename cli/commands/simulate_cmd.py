@@ -13,27 +13,29 @@ Judgement calls:
 
 from __future__ import annotations
 
-import os
 import sys
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli.commands.outcome import check_restart, report_outcome
 from cli.runtime.common import CONFIG_HELP, STATE_HELP
+from cli.runtime.exitcodes import ExitCode, exit_code_for
+from cli.runtime.failure import CliError
+from cli.runtime.option_params import ask_option
+from cli.runtime.options import AskOptions, Command
 from gateway.model import Status
 
 if TYPE_CHECKING:
+    from cli.runtime.session import Session
     from cli.terminal.diag import Diag
-    from gateway.config import Config
     from gateway.model import Result
-    from gateway.seams import RandomSource, StateStore
+    from gateway.seams import StateStore
 
 DEFAULT_QUESTION = "How do I reset my password?"
 DEFAULT_ARTICLES = Path("examples/kb")
-DUMMY_KEY = "simulated-key-not-a-secret"
 
 
 @dataclass(frozen=True)
@@ -50,26 +52,8 @@ class SimOptions:
     config: Path | None = None
     state: str | None = None
     seed: int | None = None
-
-
-def simulated_config(config: Config) -> Config:
-    from gateway.simulate import simulated_deployment
-
-    long_context = config.long_context
-    return replace(
-        config,
-        deployments=tuple(simulated_deployment(d) for d in config.deployments),
-        long_context=None if long_context is None else simulated_deployment(long_context),
-    )
-
-
-def simulated_environ(config: Config) -> dict[str, str]:
-    """The environment the engine sees: no real key, a dummy one in each key variable (every
-    one of a deployment's keys, so rotation to its next key is simulated too)."""
-    names = {v for d in config.all_deployments() for v in (d.api_key_env, *d.key_variables) if v}
-    env = {k: v for k, v in os.environ.items() if k not in names}
-    env.update(dict.fromkeys(names, DUMMY_KEY))
-    return env
+    product: str | None = None
+    max_article_tokens: str | None = None
 
 
 def _summary_line(number: int, result: Result) -> str:
@@ -85,57 +69,41 @@ def _summary_line(number: int, result: Result) -> str:
 
 
 def run_simulate(opts: SimOptions, diag: Diag) -> int:
-    from cli.runtime.logsetup import logging_to_stderr
-
-    with logging_to_stderr(verbose=0, debug=False):
-        return _simulate(opts, diag)
-
-
-def _simulate(opts: SimOptions, diag: Diag) -> int:
-    from cli.commands.ask import check_restart, report_outcome
-    from cli.runtime import wiring
-    from cli.runtime.exitcodes import ExitCode, exit_code_for
-    from cli.terminal.diag import is_tty
-    from cli.terminal.output import StreamSink, write_json, write_text
-    from cli.terminal.render import AttemptsDisplay
-    from gateway.clock import SystemClock, VirtualClock
-    from gateway.simulate import SimulatedTransport, check_names, local_answerer, parse_faults
+    from cli.runtime.session import Simulation, open_session
 
     check_restart(opts.allow_restart, stream=opts.stream, json_lines=opts.json)
     if opts.requests < 1:
-        raise wiring.CliError("--requests must be at least 1", ExitCode.USAGE)
-    config = wiring.load_settings(opts.config, environ=os.environ, notice=diag.notice)
-    try:
-        faults = parse_faults(opts.fail)
-        check_names(faults, config.all_deployments())
-    except ValueError as exc:
-        raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+        raise CliError("--requests must be at least 1", ExitCode.USAGE)
+    ask = AskOptions(
+        articles=opts.articles,
+        config=opts.config,
+        state=opts.state,
+        product=opts.product,
+        max_article_tokens=opts.max_article_tokens,
+    )
+    simulation = Simulation(faults=opts.fail, real_time=opts.real_time)
+    rng = None if opts.seed is None else _Seeded(opts.seed)
+    # Without --articles or the config's articles.paths: the sample's, when at hand.
+    default = (DEFAULT_ARTICLES,) if DEFAULT_ARTICLES.is_dir() else ()
+    with open_session(
+        ask, diag, simulation=simulation, rng=rng, default_articles=default
+    ) as session:
+        return _simulate(opts, session)
 
+
+def _simulate(opts: SimOptions, session: Session) -> int:
+    from cli.terminal.diag import is_tty
+    from cli.terminal.output import StreamSink, write_json, write_text
+    from cli.terminal.render import AttemptsDisplay
+
+    diag = session.diag
     question = " ".join(opts.words).strip() or DEFAULT_QUESTION
-    paths = opts.articles or ((DEFAULT_ARTICLES,) if DEFAULT_ARTICLES.is_dir() else ())
-    articles = wiring.read_articles(paths, warn=diag.warn)
-    request = wiring.build_request(config, question, articles)
-
-    sim = simulated_config(config)
-    clock: VirtualClock | SystemClock
-    clock = SystemClock() if opts.real_time else VirtualClock(start_wall=time.time())
-    store: StateStore
-    if opts.state is not None:
-        location = wiring.state_location(opts.state, environ=os.environ, config=config)
-        store = wiring.open_store(location, warn=diag.warn, config=config)
-        if not opts.real_time:
-            from gateway.state.realtime import RealTimeStore
-
-            # Other invocations share that file: what goes in it is real time, not virtual.
-            store = RealTimeStore(store)
-    else:
-        from gateway.state.memory import MemoryStore
-
-        store = MemoryStore()
-    rng: RandomSource = SystemClock() if opts.seed is None else _Seeded(opts.seed)
-    # With articles the fakes answer as a compliant model would; without, a generic line.
-    answerer = local_answerer(articles, request.product) if articles else None
-    transport = SimulatedTransport(sim.all_deployments(), faults, clock=clock, answerer=answerer)
+    session.open_help_centre()
+    prompts = session.prompting(question)
+    request = prompts.request()
+    store = _store(opts, session)
+    transport = session.transport
+    assert transport is not None  # a simulation's
 
     mode = "real time" if opts.real_time else "virtual time: waits are shown, not taken"
     faulted = ", ".join(opts.fail) or "no faults"
@@ -158,19 +126,14 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
             else None
         )
         with display:
-            engine = wiring.build_engine(
-                sim,
+            engine = session.engine(
                 store=store,
-                clock=clock,
-                sleeper=display if opts.real_time else clock,
-                rng=rng,
-                environ=simulated_environ(config),
+                sleeper=display if opts.real_time else session.clock,
                 on_attempt=display.add,
-                transport=transport,
             )
             try:
                 restart = sink.restart if sink is not None and opts.allow_restart else None
-                result = engine.ask(request, on_text=sink, on_restart=restart)
+                result = engine.ask(request, on_text=sink, on_restart=restart, compact=prompts)
             finally:
                 engine.close()
         if sink is not None:
@@ -180,7 +143,7 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
             write_json(result, json_lines=opts.stream)
         elif result.answer is not None and not (sink is not None and sink.wrote):
             write_text(result.answer)
-        report_outcome(diag, result, config)
+        report_outcome(diag, result, session.config)
         summary.append(_summary_line(number, result))
         code = exit_code_for(result)
 
@@ -190,6 +153,21 @@ def _simulate(opts: SimOptions, diag: Diag) -> int:
         calls = ", ".join(f"{name} {n}" for name, n in transport.calls.items())
         diag.notice(f"calls received: {calls}")
     return code
+
+
+def _store(opts: SimOptions, session: Session) -> StateStore:
+    """A temporary in-memory state, or the --state a real run would use."""
+    if opts.state is None:
+        from gateway.state.memory import MemoryStore
+
+        return MemoryStore()
+    store = session.open_store()
+    if opts.real_time:
+        return store
+    from gateway.state.realtime import RealTimeStore
+
+    # Other invocations share that file: what goes in it is real time, not virtual.
+    return RealTimeStore(store)
 
 
 class _Seeded:
@@ -202,6 +180,10 @@ class _Seeded:
 
     def random(self) -> float:
         return self._random.random()
+
+
+Product = Annotated[str | None, ask_option("product", Command.SIMULATE)]
+MaxArticleTokens = Annotated[str | None, ask_option("max_article_tokens", Command.SIMULATE)]
 
 
 def register(app: typer.Typer) -> None:
@@ -250,6 +232,8 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        product: Product = None,
+        max_article_tokens: MaxArticleTokens = None,
         stream: Annotated[bool, typer.Option("--stream", help="Stream the answers.")] = False,
         allow_restart: Annotated[
             bool,
@@ -296,6 +280,8 @@ def register(app: typer.Typer) -> None:
             config=config,
             state=state,
             seed=seed,
+            product=product,
+            max_article_tokens=max_article_tokens,
         )
         guarded(diag, False, lambda: run_simulate(opts, diag))
 

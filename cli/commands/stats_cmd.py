@@ -18,6 +18,7 @@ import typer
 
 from cli.runtime.common import CONFIG_HELP
 from cli.runtime.exitcodes import ExitCode
+from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
 from cli.terminal.output import stdout_console
 
@@ -46,9 +47,9 @@ def run_stats(
     try:
         window_s = parse_window(since)
     except ValueError as exc:
-        raise wiring.CliError(str(exc), ExitCode.USAGE) from None
+        raise CliError(str(exc), ExitCode.USAGE) from None
     if max_fallback_rate is not None and not 0 <= max_fallback_rate <= 1:
-        raise wiring.CliError(
+        raise CliError(
             f"--max-fallback-rate {max_fallback_rate:g} is not a share",
             ExitCode.USAGE,
             fix="give a number between 0 and 1: 0.2 means 20%",
@@ -61,7 +62,7 @@ def run_stats(
     if log is not None and not path.exists() and not rotated_path(path).exists():
         # Named on purpose: a typo must not read as "no questions". The default log not
         # existing yet does mean that, so it is only said for --log.
-        raise wiring.CliError(
+        raise CliError(
             f"the attempt log {path} does not exist",
             ExitCode.NOINPUT,
             fix="check the path given to --log, or leave it out for the default log",
@@ -71,7 +72,7 @@ def run_stats(
         read = read_log(path, since=now - window_s)
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise wiring.CliError(
+        raise CliError(
             f"cannot read the attempt log {path}: {reason}",
             ExitCode.NOINPUT,
             fix="point --log at the attempt log file",

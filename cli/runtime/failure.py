@@ -35,6 +35,16 @@ KINDS: dict[ExitCode, str] = {
 _FATAL = frozenset({ExitCode.USAGE, ExitCode.NOINPUT, ExitCode.CONFIG, ExitCode.DATAERR})
 
 
+class CliError(Exception):
+    """A problem the user can fix: printed as 'error: message' and 'fix: ...', no traceback."""
+
+    def __init__(self, message: str, code: ExitCode, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.fix = fix
+
+
 @dataclass(frozen=True)
 class CommandFailure:
     code: ExitCode
@@ -47,7 +57,6 @@ def failure_of(exc: BaseException) -> CommandFailure | None:
     """What `exc` means to the user; None for a gone stdout reader (nothing to say) and for
     what is not ours to handle (SystemExit)."""
     from cli.runtime.signals import exit_code_for_stop, stop_message
-    from cli.runtime.wiring import CliError
     from gateway.config import ConfigError
 
     if isinstance(exc, CliError):

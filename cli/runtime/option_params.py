@@ -1,11 +1,14 @@
-"""The Typer parameters of `ask`'s options (cli.runtime.options), for `ask` and `batch`.
+"""The Typer parameters of `ask`'s options (cli.runtime.options), for the commands that
+take them.
 
 `takes_ask_options(command)` gives a command function the options `command` takes as
 keyword parameters, by setting the function's `__signature__`, which is where Typer (through
 `inspect.signature`) reads a command's parameters. The function takes them as `**options`
 and turns them into `AskOptions` with `AskOptions.of`. The function's own parameters come
 first; one marked `After(name)` comes right after that option instead (`After.ALL`: after
-them all), so a command's help lists its options in the order that reads best.
+them all), so a command's help lists its options in the order that reads best. A command
+that takes only a few of them (eval, simulate) annotates a parameter with
+`ask_option(name, command)`.
 """
 
 from __future__ import annotations
@@ -33,15 +36,20 @@ class After:
 After.ALL = After("")
 
 
-def parameter(declared: Declared, command: Command) -> inspect.Parameter:
+def _info(declared: Declared, command: Command) -> Any:
     spec = declared.spec
-    info = typer.Option(
+    return typer.Option(
         *spec.flags,
         help=spec.help_in(command),
         metavar=spec.metavar,
         count=spec.kind is Kind.COUNT,
         show_default=False,
     )
+
+
+def parameter(declared: Declared, command: Command) -> inspect.Parameter:
+    spec = declared.spec
+    info = _info(declared, command)
     value: Any = declared.value_type
     annotation: Any = {
         Kind.FLAG: bool,
@@ -56,6 +64,14 @@ def parameter(declared: Declared, command: Command) -> inspect.Parameter:
         default=default,
         annotation=Annotated[annotation, info],
     )
+
+
+def ask_option(name: str, command: Command) -> Any:
+    """The Typer option of the declared option `name`, for a command that declares its
+    own parameters and takes only a few of `ask`'s (eval, simulate):
+    `product: Annotated[str | None, ask_option("product", Command.EVAL)] = None`."""
+    (declared,) = (d for d in declared_options(command) if d.name == name)
+    return _info(declared, command)
 
 
 def _after(param: inspect.Parameter) -> After | None:

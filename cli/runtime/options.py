@@ -30,14 +30,18 @@ class Kind(Enum):
 
 
 class Command(Enum):
-    """The commands that take options of `ask`."""
+    """The commands that take options of `ask` (eval and simulate only a few)."""
 
     ASK = "ask"
     BATCH = "batch"
+    EVAL = "eval"
+    SIMULATE = "simulate"
 
 
 BOTH = frozenset({Command.ASK, Command.BATCH})
 ASK_ONLY = frozenset({Command.ASK})
+# What every command that asks sends: the same passages, for the same product.
+EVERY = frozenset(Command)
 
 _DEFAULTS: Mapping[Kind, object] = {
     Kind.FLAG: False,
@@ -96,7 +100,7 @@ class AskOptions:
     )
     config: Path | None = option("--config", "-c", metavar="FILE", help=CONFIG_HELP)
     state: str | None = option("--state", metavar="FILE|URL", help=STATE_HELP)  # or redis://
-    product: str | None = option("--product", metavar="NAME", help=PRODUCT_HELP)
+    product: str | None = option("--product", metavar="NAME", help=PRODUCT_HELP, commands=EVERY)
     json: bool = option(
         "--json",
         kind=Kind.FLAG,
@@ -154,7 +158,7 @@ class AskOptions:
         "--timeout", metavar="SECONDS", help="Seconds for one attempt (else policy.timeout)."
     )
     max_article_tokens: str | None = option(
-        "--max-article-tokens", metavar="N|all", help=MAX_ARTICLE_TOKENS_HELP
+        "--max-article-tokens", metavar="N|all", help=MAX_ARTICLE_TOKENS_HELP, commands=EVERY
     )
     thread: str | None = option(
         "--thread",

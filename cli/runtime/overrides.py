@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode
-from cli.runtime.wiring import CliError
+from cli.runtime.failure import CliError
 
 if TYPE_CHECKING:
     from gateway.config import Config, Deployment, Policy

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode
+from cli.runtime.failure import CliError
 from gateway.model import Article, Attempt, Request
 
 if TYPE_CHECKING:
@@ -34,16 +35,6 @@ if TYPE_CHECKING:
     from gateway.secrets.redactor import Redactor
 
 Warn = Callable[[str], None]
-
-
-class CliError(Exception):
-    """A problem the user can fix: printed as 'error: message' and 'fix: ...', no traceback."""
-
-    def __init__(self, message: str, code: ExitCode, fix: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.fix = fix
 
 
 def load_settings(flag: Path | None, *, environ: Mapping[str, str], notice: Warn) -> Config:

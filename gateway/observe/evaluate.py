@@ -30,10 +30,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gateway.config import Config, Deployment
-from gateway.model import Outcome, Request, Result, Status
+from gateway.model import FailureKind, Outcome, Request, Result, Status
+
+if TYPE_CHECKING:
+    from gateway.seams import Compactor
 
 
 class Rule(StrEnum):
@@ -104,6 +107,7 @@ class Answer:
     elapsed_s: float
     calls: int
     detail: str = ""  # why it failed or was not run
+    cause: FailureKind | None = None  # the kind of that failure (too large, no key, ...)
 
     @property
     def passed(self) -> bool:
@@ -167,6 +171,16 @@ class EvalReport:
             for answer in report.answers:
                 counts[answer.deployment] += answer.status is AnswerStatus.NOT_RUN
         return counts
+
+    def not_run_causes(self) -> frozenset[FailureKind | None]:
+        """Why the answers never asked for were not: a prompt too large for the window, a
+        key not set, ..."""
+        return frozenset(
+            answer.cause
+            for report in self.questions
+            for answer in report.answers
+            if answer.status is AnswerStatus.NOT_RUN
+        )
 
     @property
     def violations(self) -> int:
@@ -368,7 +382,7 @@ def _yaml_item(item: object, where: str) -> EvalQuestion:
 
 
 class Asker(Protocol):
-    def ask(self, request: Request) -> Result: ...
+    def ask(self, request: Request, *, compact: Compactor | None = None) -> Result: ...
 
 
 def pick_deployments(config: Config, names: Sequence[str] = ()) -> tuple[Deployment, ...]:
@@ -397,19 +411,23 @@ def run_eval(
     engine_for: Callable[[Config], Asker],
     deployments: Sequence[Deployment],
     on_answer: Callable[[EvalQuestion, Answer], None] | None = None,
+    compact_for: Callable[[str], Compactor] | None = None,
 ) -> EvalReport:
     """Ask every question of every deployment, one deployment alone at a time.
 
     `engine_for` builds an engine for a one-deployment config; it is called per question
     and deployment so nothing (cooldowns above all) carries from one answer to the next.
+    `compact_for` gives a question's smaller requests, for a deployment whose window
+    cannot hold `request_for`'s (fewer passages, as `ask` sends it).
     """
     model_names = tuple(d.model for d in config.all_deployments() if d.model)
     reports = []
     for question in questions:
         request = request_for(question.text)
+        compact = None if compact_for is None else compact_for(question.text)
         answers = []
         for deployment in deployments:
-            result = engine_for(alone(config, deployment)).ask(request)
+            result = engine_for(alone(config, deployment)).ask(request, compact=compact)
             answer = judge(
                 deployment.name,
                 result,
@@ -435,8 +453,12 @@ def judge(
     """One engine result as an eval answer with its checks. Pure."""
     calls = result.served_attempts
 
+    cause = None if result.error is None else result.error.kind
+
     def answer(status: AnswerStatus, checks: tuple[Check, ...], detail: str = "") -> Answer:
-        return Answer(deployment, status, result.answer, checks, result.elapsed_s, calls, detail)
+        return Answer(
+            deployment, status, result.answer, checks, result.elapsed_s, calls, detail, cause
+        )
 
     if result.status is Status.ANSWERED and result.answer is not None:
         checks = check_answer(result.answer, question, product=product, model_names=model_names)

@@ -13,7 +13,9 @@ One concern per module:
   `check_names`, `GRAMMAR`);
 - `addresses`: each deployment's fake address (`simulated_deployment`, `SIM_HOST`);
 - `transport`: routing by deployment, call counting, timeouts, resets and cuts;
-- `answers`: what a success says (`answer_text`, `local_answerer`);
+- `answers`: what a success says (`answer_text`, `local_answerer`, `prompt_answerer`);
+- `setup`: the config and environment a simulation runs with (`simulated_config`,
+  `simulated_environ`);
 - `wire`: what every fake server shares (the call, JSON and SSE framing, streams);
 - `openai`, `azure`, `anthropic`, `gemini`: one provider's dialect each: success bodies,
   stream events, error bodies per status, refusal/blocked/quota/overflow forms, and the
@@ -28,7 +30,7 @@ them.
 """
 
 from gateway.simulate.addresses import AZURE_API_VERSION, SIM_HOST, simulated_deployment
-from gateway.simulate.answers import Answerer, answer_text, local_answerer
+from gateway.simulate.answers import Answerer, answer_text, local_answerer, prompt_answerer
 from gateway.simulate.grammar import (
     GRAMMAR,
     Fault,
@@ -38,11 +40,13 @@ from gateway.simulate.grammar import (
     parse_fault,
     parse_faults,
 )
+from gateway.simulate.setup import DUMMY_KEY, simulated_config, simulated_environ
 from gateway.simulate.transport import SimClock, SimulatedTransport
 from gateway.simulate.wire import REFUSAL_TEXT
 
 __all__ = [
     "AZURE_API_VERSION",
+    "DUMMY_KEY",
     "GRAMMAR",
     "REFUSAL_TEXT",
     "SIM_HOST",
@@ -57,5 +61,8 @@ __all__ = [
     "local_answerer",
     "parse_fault",
     "parse_faults",
+    "prompt_answerer",
+    "simulated_config",
     "simulated_deployment",
+    "simulated_environ",
 ]

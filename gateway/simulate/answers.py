@@ -9,8 +9,12 @@ comes either a generic line (no articles to answer from) or what an `Answerer` s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from gateway.model import Article
+
+if TYPE_CHECKING:
+    from gateway.model import Request
 
 Answerer = Callable[[str], str]
 """question -> answer text (without the deployment tag)."""
@@ -49,17 +53,14 @@ def local_answerer(articles: Sequence[Article], product: str) -> Answerer:
     nothing matches well enough, and leaves room for the deployment tag so that the
     tagged answer still keeps within the prompt's word limit.
     """
-    # Imported here: only `simulate` and `eval --simulate` with articles need the ranker.
     from gateway.knowledge.select import everything
     from gateway.model import Request
-    from gateway.providers import local
     from prompts import WORD_LIMIT
 
     shared = tuple(articles)
     sources = everything(shared).sources
-
-    def answer(question: str) -> str:
-        request = Request(
+    return prompt_answerer(
+        lambda question: Request(
             system="",
             question=question,
             max_output_tokens=WORD_LIMIT,
@@ -67,6 +68,18 @@ def local_answerer(articles: Sequence[Article], product: str) -> Answerer:
             product=product,
             sources=sources,
         )
-        return local.answer(request, words=WORD_LIMIT - _TAG_WORDS)
+    )
+
+
+def prompt_answerer(request_for: Callable[[str], Request]) -> Answerer:
+    """An answerer that follows the prompt, from what the prompt holds: the offline
+    `local` deployment's answer to `request_for(question)` (the passages `ask` would send),
+    within the prompt's word limit less the room for the deployment tag."""
+    # Imported here: only `simulate` and `eval --simulate` with articles need the ranker.
+    from gateway.providers import local
+    from prompts import WORD_LIMIT
+
+    def answer(question: str) -> str:
+        return local.answer(request_for(question), words=WORD_LIMIT - _TAG_WORDS)
 
     return answer

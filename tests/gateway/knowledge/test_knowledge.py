@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli.runtime import wiring
-from cli.runtime.wiring import CliError
+from cli.runtime.failure import CliError
 from gateway.config import ArticleSettings, Config, load_default_config
 from gateway.knowledge import store
 from gateway.knowledge.centre import DIRECT_BYTES, open_centre
