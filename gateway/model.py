@@ -47,6 +47,7 @@ class Outcome(StrEnum):
     FATAL = "fatal"
     SKIPPED = "skipped"  # not called: no key, cooling down, window too small, no budget
     STOPPED = "stopped"  # a stream broke after text reached the user: never retried
+    INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C, a signal) during this call
 
 
 class Status(StrEnum):

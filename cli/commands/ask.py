@@ -157,8 +157,9 @@ def _ask(
     started = process_start()
     if started is None:
         started = time.monotonic()
+    so_far: list[Result] = []  # the engine's result when the stop came during its run
     try:
-        ran = _run_engine(opts, session, masked, turns, display, sink)
+        ran = _run_engine(opts, session, masked, turns, display, sink, so_far.append)
     except KeyboardInterrupt as stop:
         # Ctrl-C, SIGTERM, SIGHUP: what was tried so far is still a question asked. Say
         # it on stdout (--json) and in the log, then let the guard name the signal.
@@ -166,7 +167,9 @@ def _ask(
 
         failure = failure_of(stop)
         message = failure.message if failure is not None else "interrupted"
-        stopped = _interrupted(display.attempts, message, time.monotonic() - started, sink)
+        elapsed = time.monotonic() - started
+        engine_said = so_far[0] if so_far else None
+        stopped = _interrupted(engine_said, display.attempts, message, elapsed, sink)
         try:
             if sink is not None:
                 sink.end_line()
@@ -195,10 +198,24 @@ def _ask(
     return code
 
 
-def _interrupted(attempts: Sequence[Attempt], message: str, elapsed: float, sink: object) -> Result:
-    """The Result of a question stopped midway: its attempts so far, no answer."""
+def _interrupted(
+    so_far: Result | None,
+    attempts: Sequence[Attempt],
+    message: str,
+    elapsed: float,
+    sink: object,
+) -> Result:
+    """The Result of a question stopped midway, no answer: what the engine did so far (its
+    attempts, the call in flight marked interrupted, the input it was sending), else (the
+    stop came outside its run) the `attempts` shown."""
+    from dataclasses import replace
+
     from cli.terminal.output import StreamSink
 
+    error = QuestionError(FailureKind.INTERRUPTED, message)
+    incomplete = isinstance(sink, StreamSink) and sink.wrote
+    if so_far is not None:
+        return replace(so_far, error=error, elapsed_s=elapsed, incomplete=incomplete)
     return Result(
         status=Status.FAILED,
         answer=None,
@@ -209,8 +226,8 @@ def _interrupted(attempts: Sequence[Attempt], message: str, elapsed: float, sink
         input_tokens=0,
         elapsed_s=elapsed,
         attempts=tuple(attempts),
-        error=QuestionError(FailureKind.INTERRUPTED, message),
-        incomplete=isinstance(sink, StreamSink) and sink.wrote,
+        error=error,
+        incomplete=incomplete,
         input_tokens_exact=False,
     )
 
@@ -228,9 +245,11 @@ def _run_engine(
     turns: tuple[Turn, ...],
     display: AttemptsDisplay,
     sink: TextSink | None,
+    on_interrupt: Callable[[Result], None],
 ) -> _Ran:
     """Ask the engine, with the help centre open: a deployment with a smaller window is
-    sent fewer passages, chosen from it then."""
+    sent fewer passages, chosen from it then. `on_interrupt`: told what the engine did so
+    far when the run is stopped while it asks."""
     from cli.commands import answering
     from cli.runtime import wiring
     from cli.runtime.started import process_start
@@ -263,6 +282,7 @@ def _run_engine(
                 started=started,
                 on_restart=restart,
                 compact=prompts,
+                on_interrupt=on_interrupt,
             )
         finally:
             engine.close()

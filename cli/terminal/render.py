@@ -29,6 +29,7 @@ _DECISION_STYLE = {
     Outcome.FATAL: "bold red",
     Outcome.SKIPPED: "dim",
     Outcome.STOPPED: "red",
+    Outcome.INTERRUPTED: "red",
 }
 
 

@@ -138,6 +138,7 @@ class Engine:
         started: float | None = None,
         on_restart: RestartSink | None = None,
         compact: Compactor | None = None,
+        on_interrupt: Callable[[Result], None] | None = None,
     ) -> Result:
         """Answer one question through the deployments; never raises for a provider's fault.
 
@@ -148,7 +149,9 @@ class Engine:
         told just before the next attempt's first text; without it, such a stream stops
         the question (the text cannot be taken back). With `compact`, a deployment whose
         window cannot hold the request, or that reports an overflow, is sent a smaller one
-        built to fit it, rather than passed over."""
+        built to fit it, rather than passed over. A KeyboardInterrupt (Ctrl-C, a stop
+        signal) goes on to the caller as it came, after `on_interrupt` is told the
+        question's result so far: its attempts, the call in flight marked interrupted."""
         seams = _Seams(
             store=self._store,
             clock=self._clock,
@@ -167,7 +170,12 @@ class Engine:
         question = _Question(
             self.config, request, seams, budget, on_text, exact_tokens, compact, on_restart
         )
-        return question.run()
+        try:
+            return question.run()
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt(question.results.interrupted(question.asking))
+            raise
 
     def keys_for(self, deployment: Deployment) -> Keys:
         """The deployment's usable keys, and why the others cannot be used: a variable not
@@ -221,6 +229,7 @@ class _Question:
         # With restarts: the broken attempt whose text is still on the customer's screen
         # (the restart is said only when another attempt has text to replace it).
         self.shown: tuple[Deployment, str, Failure] | None = None
+        self.asking: Deployment | None = None  # the deployment called last
 
     def run(self) -> Result:
         """One loop: take the next deployment, call it, and act on how the call ended."""
@@ -305,6 +314,7 @@ class _Question:
         started = self.clock.monotonic()
         partial = ""
         result: Reply | Failure
+        self.asking = d
         try:
             result = turn.provider.complete(
                 self.fitting.request_for(d),
@@ -315,6 +325,10 @@ class _Question:
             )
         except ProviderError as exc:
             result, partial = exc.failure, exc.partial
+        except KeyboardInterrupt:
+            # Stopped by the user while it waited: still a call the question made.
+            self.record.interrupted(turn, self.clock.monotonic() - started)
+            raise
         now = self.clock.monotonic()
         ending = judge(
             result,

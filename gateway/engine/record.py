@@ -1,8 +1,9 @@
 """One question's attempts as they are recorded: a row each, in the attempts table, the
 JSON, the attempt log and the engine's log, told to the caller's `on_attempt` as it happens.
 
-Every call is a row (answered, failed, stopped), and so is every deployment the question
-reached without calling it (skipped, with why), so the table names every deployment.
+Every call is a row (answered, failed, stopped, interrupted), and so is every deployment
+the question reached without calling it (skipped, with why), so the table names every
+deployment.
 """
 
 from __future__ import annotations
@@ -62,6 +63,23 @@ class Record:
                 self.failure(turn, failure, Outcome.STOPPED, elapsed, note=note, reply=reply)
             case Fatal(failure=failure):
                 self.failure(turn, failure, Outcome.FATAL, elapsed)
+
+    def interrupted(self, turn: DeploymentTurn, elapsed: float) -> None:
+        """The call in flight when the run was stopped (Ctrl-C, a signal): no reply came."""
+        key = None if turn.key is None else turn.key.variable
+        self.add(
+            Attempt(
+                turn.deployment.name,
+                turn.calls,
+                None,
+                None,
+                Outcome.INTERRUPTED,
+                0.0,
+                elapsed,
+                "the run was stopped while this call waited for its reply",
+                key,
+            )
+        )
 
     def reply(self, turn: DeploymentTurn, reply: Reply, elapsed: float) -> None:
         # A refusal delivered as a reply is an answer too: the deployment is healthy.

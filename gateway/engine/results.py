@@ -2,14 +2,16 @@
 
 A question ends with the attempt that answered, refused, stopped or hit a request no
 deployment can fix (`policy.Ending`), or with every deployment's verdict: why it did not
-answer. The verdicts decide what the customer is told: too large for every window, try
-again later (each one is cooling down, out of time, or failed in a way that clears by
-itself), or no deployment could answer.
+answer; or the run is stopped midway, and what the question did so far is its result.
+The verdicts decide what the customer is told: too large for every window, try again
+later (each one is cooling down, out of time, or failed in a way that clears by itself),
+or no deployment could answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from enum import Enum
 from typing import NamedTuple
 
@@ -155,6 +157,16 @@ class Results:
         else:
             error = QuestionError(FailureKind.EXHAUSTED, "no deployment could answer", lines)
         return self.result(Status.FAILED, None, error=error)
+
+    def interrupted(self, d: Deployment | None) -> Result:
+        """The result of a question the run was stopped in (Ctrl-C, a signal): its attempts
+        so far, no answer, and the input of `d`, the deployment it was asking (None: none
+        yet), counted as that one was sent it."""
+        error = QuestionError(FailureKind.INTERRUPTED, "interrupted")
+        result = self.result(Status.FAILED, d, error=error)
+        # Nobody answered: the question names no deployment, as any failure that no
+        # deployment's reply ended.
+        return replace(result, deployment=None, provider=None, model=None)
 
     def result(
         self,

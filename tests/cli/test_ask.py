@@ -156,6 +156,7 @@ class FakeEngine:
         started: float | None = None,
         on_restart: Any = None,
         compact: Any = None,
+        on_interrupt: Any = None,
     ) -> Result:
         self.requests.append(request)
         self.kwargs["exact_tokens"] = exact_tokens

@@ -1,0 +1,110 @@
+"""A run stopped while a provider's call waits (Ctrl-C, a stop signal) still says what its
+question did: the real engine and adapters over a transport that answers the primary
+429 and raises KeyboardInterrupt in the fallback's call, as Ctrl-C does there. (The real
+process, stopped by a real SIGINT, is in tests/cli/test_contract.py.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cli.runtime import wiring
+from tests.support.cli_runner import run
+from tests.support.provider_fixtures import response
+
+CONFIG = """\
+product: Acme Cloud
+policy:
+  retries: 0
+deployments:
+  - name: primary
+    provider: openai
+    model: gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+    base_url: http://127.0.0.1:9/v1
+    context_window: 128000
+  - name: fallback
+    provider: anthropic
+    model: claude-haiku-4-5
+    api_key_env: ANTHROPIC_API_KEY
+    base_url: http://127.0.0.1:9
+    context_window: 200000
+"""
+
+
+@pytest.fixture
+def cli_config() -> str:
+    return CONFIG
+
+
+class Providers:
+    """The primary rate-limited; the fallback answers, or (`stop`) is interrupted."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.calls: list[str] = []
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+        self.calls.append(request.url.path)
+        if request.url.path.endswith("/chat/completions"):
+            return response("openai/429_rate_limit")
+        if self.stop:
+            raise KeyboardInterrupt  # what Ctrl-C raises in the waiting thread
+        return response("anthropic/message")
+
+
+@pytest.fixture
+def providers(home: Path, monkeypatch: pytest.MonkeyPatch) -> Providers:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-primary-0123456789abcdef")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-fallback-0123456789abcdef")
+    fake = Providers()
+    real = wiring.build_engine
+
+    def build_engine(config: Any, **kwargs: Any) -> Any:
+        return real(config, **{**kwargs, "transport": httpx.MockTransport(fake.handle)})
+
+    monkeypatch.setattr(wiring, "build_engine", build_engine)
+    return fake
+
+
+def ask(home: Path, state: str) -> tuple[int, dict[str, Any], str]:
+    out = run(["How do I reset my password?", "-a", "kb", "--json", "--state", str(home / state)])
+    return out.exit_code, json.loads(out.stdout), out.stderr
+
+
+def test_json_lists_the_call_in_flight_as_interrupted_with_its_input(
+    home: Path, providers: Providers
+) -> None:
+    code, answered, stderr = ask(home, "answered.json")
+    assert code == 0, stderr
+    assert answered["deployment"] == "fallback"
+
+    providers.stop = True
+    code, stopped, stderr = ask(home, "stopped.json")
+    assert code == 130, stderr
+    assert (stopped["status"], stopped["error"]["kind"]) == ("failed", "interrupted")
+    assert [(a["deployment"], a["decision"]) for a in stopped["attempts"]] == [
+        ("primary", "fail_over"),
+        ("fallback", "interrupted"),
+    ]
+    in_flight = stopped["attempts"][-1]
+    assert (in_flight["status"], in_flight["error_class"], in_flight["usage"]) == (
+        None,
+        None,
+        None,
+    )
+    assert in_flight["key"] == "ANTHROPIC_API_KEY"
+    # The fallback was sent the same request both times: the same input, counted alike.
+    assert stopped["input_tokens"] == answered["input_tokens"] > 0
+    assert stopped["articles"] == answered["articles"]
+    assert stopped["deployment"] is None and stopped["answer"] is None
+    logged = [json.loads(line) for line in (home / "attempts.jsonl").read_text().splitlines()]
+    assert [(line["deployment"], line["decision"]) for line in logged[-2:]] == [
+        ("primary", "fail_over"),
+        ("fallback", "interrupted"),
+    ]
