@@ -1,4 +1,4 @@
 """The shell of the command line: the entry point (app), the Typer app and its group (root,
-group), which command a line is for (routing, fastpath), help text (helpnames), parameter
-coercion (plainparams) and signals.
+group), which command a line is for (routing, fastpath), and the one module that
+reaches into Typer's private insides (typer_internals).
 """

@@ -80,18 +80,14 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
     stdout carries the failure in the result's shape, so `| jq .answer` reads null."""
     import typer
     import typer.main
-    from typer import _click
+
+    from cli.shell.typer_internals import click, show_usage_error
 
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name=prog_name, standalone_mode=False)
-    except _click.exceptions.ClickException as exc:
-        if markup_mode() is not None:
-            from typer import rich_utils
-
-            rich_utils.rich_format_error(exc)
-        else:
-            exc.show()
+    except click.exceptions.ClickException as exc:
+        show_usage_error(exc, rich=markup_mode() is not None)
         from cli.runtime.exitcodes import ExitCode
         from cli.runtime.failure import CommandFailure, write_failure_json
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from difflib import get_close_matches
 
-from typer import _click
 from typer.core import TyperGroup
 
 from cli.shell import routing
-from cli.shell.helpnames import readable
-from cli.shell.plainparams import install
+from cli.shell.typer_internals import adapt
+from cli.shell.typer_internals import click as _click
 
 
 class AskByDefault(TyperGroup):
@@ -37,8 +36,7 @@ class AskByDefault(TyperGroup):
             self._load(self.lazy[cmd_name])
         command = self.commands.get(cmd_name)
         if command is not None:
-            install(command, ctx)
-            readable(command)
+            adapt(command, ctx)
         return command
 
     def _load(self, module_name: str) -> None:
@@ -72,8 +70,7 @@ class AskByDefault(TyperGroup):
             raise
 
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
-        install(self, ctx)
-        readable(self)
+        adapt(self, ctx)
         help_for = routing.help_request(args, self.command_names())
         if help_for is not None:  # `support-ask help [COMMAND]`: what a user means by it
             args = [*help_for, "--help"]
