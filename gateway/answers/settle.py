@@ -26,6 +26,7 @@ from gateway.model import (
     Citation,
     Handoff,
     HandoffReason,
+    Request,
     Result,
     Route,
     Source,
@@ -79,30 +80,30 @@ def citation(n: int, source: Source, *, roots: Sequence[str], url_base: str | No
 
 
 def not_covered(
-    *,
-    settings: AnswerSettings,
-    product: str,
-    detail: str,
-    sent: tuple[Source, ...],
-    input_tokens: int,
-    elapsed_s: float,
+    request: Request, handoff: Handoff, *, settings: AnswerSettings, elapsed_s: float
 ) -> Result:
-    """The handoff of a question the help centre does not cover: no deployment was asked
-    (no attempts), the customer reads the handoff message."""
+    """The handoff of a question the help centre does not cover (`handoff`, as
+    `gateway.knowledge.relevance.uncovered` decided for `request`): no deployment was
+    asked, nothing was sent (no attempts, no tokens), the customer reads the handoff
+    message. `articles` are the passages the decision read."""
     return Result(
         status=Status.ANSWERED,
-        answer=handoff_message(settings.handoff_message, product),
+        answer=handoff_message(settings.handoff_message, request.product),
         deployment=None,
         provider=None,
         model=None,
         routed=Route.NORMAL,
-        input_tokens=input_tokens,
+        input_tokens=0,
         elapsed_s=elapsed_s,
         attempts=(),
         input_tokens_exact=False,
-        articles=sent,
+        articles=request.sources,
+        turns=len(request.turns),
+        turns_left_out=request.turns_left_out,
+        turn_tokens=request.turn_tokens,
+        language=request.language,
         action=Action.HANDOFF,
-        handoff=Handoff(HandoffReason.NOT_COVERED, detail),
+        handoff=handoff,
     )
 
 

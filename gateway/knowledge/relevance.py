@@ -11,8 +11,14 @@ centre sent whole (unranked, `Selection.whole`) is ranked here, and that is a sm
 
 `covers()` is the whole rule: a question is covered when its relevance reaches the floor
 (`articles.min_relevance`, default `DEFAULT_MIN_RELEVANCE`, measured by `bench/run
-quality`; see bench/RESULTS.md). A floor of 0 covers every question, so a team can turn
+handoff`; see bench/RESULTS.md). A floor of 0 covers every question, so a team can turn
 the handoff off. No help centre, or a question of stopwords only, has relevance 0.
+
+`uncovered()` is the one decision every answering path makes with it before any model is
+asked (`ask`, `batch`, the offline deployment): the `not_covered` handoff, or None to ask.
+Without any help centre at all (no `--articles`, nothing in the prompt) there is nothing
+to measure against, and the model is asked as before: the prompt tells it there are no
+articles.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from dataclasses import dataclass
 
 from gateway.config.model import ArticleSettings
 from gateway.knowledge.index import Index
-from gateway.model import Source
+from gateway.knowledge.query import Query
+from gateway.model import Handoff, HandoffReason, Source
 
 # Defined once, with the config key it is the default of.
 DEFAULT_MIN_RELEVANCE = ArticleSettings.min_relevance
@@ -43,7 +50,7 @@ class Relevance:
 NONE = Relevance(0.0)
 
 
-def relevance(question: str, sources: Sequence[Source], index: Index | None) -> Relevance:
+def relevance(question: str | Query, sources: Sequence[Source], index: Index | None) -> Relevance:
     """The relevance of the prompt's `sources` (a `Selection`'s, or a `Request`'s) to
     `question`. Sources the ranker scored are read as they are; whole articles sent
     unranked are ranked in `index` first (None: no help centre, relevance 0)."""
@@ -65,7 +72,7 @@ def relevance(question: str, sources: Sequence[Source], index: Index | None) -> 
 
 
 def covers(
-    question: str,
+    question: str | Query,
     sources: Sequence[Source],
     index: Index | None,
     floor: float = DEFAULT_MIN_RELEVANCE,
@@ -73,3 +80,29 @@ def covers(
     """Whether the help centre covers `question`: False means hand it off (`not_covered`)
     without asking any model."""
     return relevance(question, sources, index).covers(floor)
+
+
+def uncovered(
+    question: str | Query,
+    sources: Sequence[Source],
+    index: Index | None,
+    floor: float = DEFAULT_MIN_RELEVANCE,
+) -> Handoff | None:
+    """The `not_covered` handoff of `question` when the help centre (`index`, and the
+    prompt's `sources` chosen from it) does not cover it, or None: ask a deployment. No
+    help centre at all (`index` None, no sources): None, nothing to measure against."""
+    if index is None and not sources:
+        return None
+    found = relevance(question, sources, index)
+    if found.covers(floor):
+        return None
+    best = (
+        "no article holds a word of it"
+        if found.path is None
+        else (f"its best passage ({found.path}) reaches {found.score:.2f}")
+    )
+    return Handoff(
+        HandoffReason.NOT_COVERED,
+        f"the help centre does not cover the question: {best}, under the relevance floor "
+        f"{floor:.2f} (articles.min_relevance)",
+    )

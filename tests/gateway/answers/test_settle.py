@@ -9,10 +9,13 @@ from gateway.model import (
     Handoff,
     HandoffReason,
     QuestionError,
+    Request,
     Result,
+    Role,
     Route,
     Source,
     Status,
+    Turn,
 )
 from prompts import not_covered as sentence
 
@@ -96,14 +99,28 @@ def test_a_refusal_or_a_failure_is_not_an_answer_to_act_on() -> None:
 
 
 def test_a_question_not_covered_is_handed_off_without_any_attempt() -> None:
-    result = not_covered(
-        settings=AnswerSettings(), product=PRODUCT, detail="nothing close", sent=SENT,
-        input_tokens=120, elapsed_s=0.01,
-    )  # fmt: skip
-    assert (result.action, result.handoff) == (
-        Action.HANDOFF,
-        Handoff(HandoffReason.NOT_COVERED, "nothing close"),
+    request = Request(
+        "system",
+        "Can I pay in bitcoin?",
+        500,
+        product=PRODUCT,
+        sources=SENT,
+        language="de",
+        turns=(Turn(Role.CUSTOMER, "Hallo"),),
+        turns_left_out=1,
     )
-    assert result.attempts == () and result.deployment is None
+    handoff = Handoff(HandoffReason.NOT_COVERED, "nothing close")
+    result = not_covered(request, handoff, settings=AnswerSettings(), elapsed_s=0.01)
+    assert (result.status, result.action, result.handoff) == (
+        Status.ANSWERED,
+        Action.HANDOFF,
+        handoff,
+    )
+    assert result.attempts == () and result.deployment is None and result.input_tokens == 0
     assert result.answer == sentence(PRODUCT)
+    assert result.articles == SENT  # what the decision read, for the JSON
+    assert (result.language, result.turns, result.turns_left_out) == ("de", 1, 1)
     assert result.handoff.as_json() == {"reason": "not_covered", "detail": "nothing close"}
+    configured = AnswerSettings(handoff_message="A person will reply within a day.")
+    message = not_covered(request, handoff, settings=configured, elapsed_s=0.01).answer
+    assert message == "A person will reply within a day."
