@@ -1,7 +1,8 @@
 """What `ask` and `batch` do around the engine so that each answer means something to a
-script: every reply is settled (`gateway.answers.settle`: its action, handoff
-and citations); a stream shows only what the settled answer will hold; the plain answer
-ends with its sources; stderr says why a question was handed off.
+script: a question the help centre does not cover is handed off before any deployment is
+asked (`uncovered`); every reply is settled (`gateway.answers.settle`: its action,
+handoff and citations); a stream shows only what the settled answer will hold; the plain
+answer ends with its sources; stderr says why a question was handed off.
 """
 
 from __future__ import annotations
@@ -13,7 +14,34 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gateway.answers.stream import AnswerStream
     from gateway.config import Config
+    from gateway.knowledge.index import Index
+    from gateway.knowledge.query import Query
     from gateway.model import Request, Result
+
+
+def uncovered(
+    config: Config,
+    query: str | Query,
+    request: Request,
+    index: Index | None,
+    *,
+    started: float | None,
+) -> Result | None:
+    """The `not_covered` handoff of `request` (its passages chosen for `query` from
+    `index`) when the help centre does not cover it, as the config's
+    `articles.min_relevance` says; None: ask the deployments. `started`: when the
+    question began, on the monotonic clock (None: unknown, elapsed 0)."""
+    from gateway.knowledge.relevance import uncovered as decide
+
+    handoff = decide(query, request.sources, index, config.articles.min_relevance)
+    if handoff is None:
+        return None
+    import time
+
+    from gateway.answers.settle import not_covered
+
+    elapsed = 0.0 if started is None else time.monotonic() - started
+    return not_covered(request, handoff, settings=config.answers, elapsed_s=elapsed)
 
 
 def settled(result: Result, config: Config, product: str, articles: Sequence[Path]) -> Result:

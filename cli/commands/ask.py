@@ -235,7 +235,7 @@ def _interrupted(
 @dataclass(frozen=True)
 class _Ran:
     result: Result
-    store: StateStore
+    store: StateStore | None  # None: no deployment was to be asked (a `not_covered` handoff)
 
 
 def _run_engine(
@@ -261,8 +261,12 @@ def _run_engine(
     language = wiring.reply_language(config, masked.question, turns, forced, session.diag.warn)
     prompts = session.chat_prompting(masked, turns, language=language)
     request = prompts.request()
-    store = session.open_store()
     started = process_start()
+    # A question the help centre does not cover opens no state file and no engine.
+    handed = answering.uncovered(config, prompts.query, request, session.index, started=started)
+    if handed is not None:
+        return _Ran(handed, None)
+    store = session.open_store()
 
     from cli.terminal.output import AnswerSink, StreamSink
 

@@ -75,6 +75,7 @@ class Asker:
         from cli.runtime import wiring
         from gateway.answers.masking import masked_turns, unmask_result
 
+        began = time.monotonic()
         masked = self._masker.mask([*(t.content for t in question.turns), question.text])
         turns = masked_turns(masked, question.turns)
         language = wiring.reply_language(
@@ -84,8 +85,16 @@ class Asker:
             masked, turns, language=language, product=question.product, index=self._index
         )
         request = prompts.request()
-        result = self._engine_ask(request, prompts)
-        result = answering.settled(result, self._config, request.product, self._session.articles)
+        handed = answering.uncovered(
+            self._config, prompts.query, request, self._index, started=began
+        )
+        if handed is not None:  # the help centre does not cover it: no deployment asked
+            result = handed
+        else:
+            result = self._engine_ask(request, prompts)
+            result = answering.settled(
+                result, self._config, request.product, self._session.articles
+            )
         self.earned(exit_code_for(result))
         if self._log is not None:
             text = self._redactor.scrub(masked.question)

@@ -109,10 +109,11 @@ def check_restart(allow_restart: bool, *, stream: bool, json_lines: bool) -> Non
 
 
 def retry_after_for(
-    result: Result, store: StateStore, config: Config, environ: Mapping[str, str]
+    result: Result, store: StateStore | None, config: Config, environ: Mapping[str, str]
 ) -> float | None:
-    """For a question that earned exit 75: the seconds until a deployment can be called."""
-    if exit_code_for(result) is not ExitCode.TEMPFAIL:
+    """For a question that earned exit 75: the seconds until a deployment can be called
+    (`store` None: no deployment was to be asked)."""
+    if store is None or exit_code_for(result) is not ExitCode.TEMPFAIL:
         return None
     from cli.runtime.common import seconds_until_callable
 

@@ -230,12 +230,20 @@ def test_the_offline_deployment_cites_and_hands_off_by_the_same_rules(
     answer, sources = out.stdout.split("\n\n")
     assert answer.endswith(" [1]")
     assert sources == f"Sources:\n[1] Reset your password: {RESET}\n"
-    # A word of the question is there, but not enough of it: the offline deployment's
-    # own handoff, marker and all.
+    # A word of the question is there, but not enough of it: handed off before the
+    # offline deployment is asked, as before any other.
     out = ask("Can I pay for a refund with bitcoin?", "--json")
     assert out.exit_code == 5, out.output
     result = json.loads(out.stdout)
-    assert result["handoff"]["reason"] == "model" and result["answer"] == NOT_COVERED
+    assert result["handoff"]["reason"] == "not_covered" and result["answer"] == NOT_COVERED
+    assert result["attempts"] == [] and result["deployment"] is None
+    # Past the floor but under the offline deployment's own bar: its handoff, marker and all.
+    config = tmp_path / "support-ask.yaml"
+    config.write_text(LOCAL + "articles:\n  min_relevance: 0.1\n")
+    out = ask("Can I pay for a refund with bitcoin?", "--json")
+    assert out.exit_code == 5, out.output
+    result = json.loads(out.stdout)
+    assert result["handoff"]["reason"] == "model" and result["deployment"] == "local"
 
 
 def test_batch_records_carry_the_action_and_the_summary_counts_handoffs(

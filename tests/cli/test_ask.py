@@ -31,6 +31,10 @@ from tests.support.cli_runner import run
 
 CONFIG = """\
 product: Acme Cloud
+# These tests script what the engine reports for any question ("q"): the relevance floor
+# is off, so none is handed off as not covered before the engine is asked.
+articles:
+  min_relevance: 0
 deployments:
   - name: primary
     provider: openai

@@ -53,6 +53,7 @@ def workdir(tmp_path: Path, provider: Provider) -> Path:
         retries=0,
         budget=10,
         timeout=5,
+        min_relevance=0,  # "how long does it last" is in other words than the one article's
     )
     (tmp_path / "chat.json").write_text(json.dumps(THREAD))
     return tmp_path

@@ -16,11 +16,20 @@ def run(args: list[str], input: str | None = None) -> Any:
 
 
 def write_loopback_workdir(
-    workdir: Path, base: str, answer: str, *, retries: int, budget: int, timeout: int
+    workdir: Path,
+    base: str,
+    answer: str,
+    *,
+    retries: int,
+    budget: int,
+    timeout: int,
+    min_relevance: float | None = None,
 ) -> None:
     """A sample-config-shaped support-ask.yaml whose OpenAI primary and Anthropic fallback
     both point at one loopback server, with local state and log files, and a one-article
-    help centre holding `answer`."""
+    help centre holding `answer`. `min_relevance`: the config's `articles.min_relevance`
+    (0 for tests whose questions that one article does not cover)."""
+    articles = "" if min_relevance is None else f"articles:\n  min_relevance: {min_relevance}\n"
     (workdir / "support-ask.yaml").write_text(
         f"""\
 product: Acme Cloud
@@ -48,6 +57,7 @@ state:
 log:
   path: attempts.jsonl
 """
+        + articles
     )
     kb = workdir / "kb"
     kb.mkdir(exist_ok=True)
