@@ -15,7 +15,11 @@ handed off; at floor 0 it is the selection's page recall, benchmark 9's figure).
 first half of each list is held out: it was not looked at while the figure and the floor
 were chosen; both halves are reported.
 
-The decision's cost is timed beside the selection it reads, per question, same run.
+The decision's cost is timed beside the selection it reads, per question, same run. And
+the handoff as a user meets it: `support-ask` in a fresh process handing off a question
+the set does not cover (exit 5, no deployment asked), interleaved with the same question
+answered by the offline deployment with the floor off (`articles.min_relevance: 0`), both
+warm (the set indexed, the page cache full): the handoff must cost no more.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
@@ -40,7 +45,7 @@ from bench.docsets import (
     load_questions,
     read_pages,
 )
-from bench.procs import RunFailed
+from bench.procs import Command, RunFailed, child_env, interleave, run_once
 from bench.stats import Measure, Row, Summary, Target, Unit
 
 if TYPE_CHECKING:  # the tree measured is imported when the benchmark runs
@@ -51,6 +56,7 @@ if TYPE_CHECKING:  # the tree measured is imported when the benchmark runs
 HANDOFF_TARGET = Target.at_least(">= 90%", (Measure.TOTAL, 0.90))
 FALSE_TARGET = Target.at_most(Measure.TOTAL, 0.05, "<= 5%")
 RECALL_TARGET = Target.at_least(">= no floor", (Measure.ADDED_TOTAL, 0.0))
+COST_TARGET = Target.at_most(Measure.RATIO, 1.0, "<= 1.00x offline answer")
 SHOWN = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)  # the sweep's floors in the table
 
 
@@ -125,7 +131,62 @@ def run(ctx: Context) -> list[Row]:
         close = getattr(index, "close", None)
         if callable(close):
             close()
+        handed = [j.question.text for j in both.judged if j.handed_off(floor)]
+        answered = sorted((j for j in both.judged if j.question.answerable),
+                          key=lambda j: -j.relevance.score)  # fmt: skip
+        if handed and answered:
+            rows += _process_costs(ctx, group, folder, handed[0],
+                                   [j.question.text for j in answered[:5]])  # fmt: skip
     return rows
+
+
+LOCAL_ONLY = """\
+product: Acme Cloud
+deployments:
+  - {name: local, provider: local, context_window: 1000000}
+"""
+
+
+def _process_costs(
+    ctx: Context, group: str, folder: Path, uncovered: str, covered: Sequence[str]
+) -> list[Row]:
+    """A fresh process handing `uncovered` off, against the same process answering a
+    question offline (the first of `covered` the offline deployment answers), and against
+    it asking the offline deployment the same `uncovered` question with the floor off (the
+    deployment's own handoff); interleaved, warm."""
+    work = ctx.folder(f"handoff-proc-{folder.name}")
+    home = ctx.folder(f"handoff-proc-home-{folder.name}")
+    env = child_env(home)
+    floor_off = work / "floor-off.yaml"
+    floor_off.write_text(LOCAL_ONLY + "articles:\n  min_relevance: 0\n")
+    default = work / "default.yaml"
+    default.write_text(LOCAL_ONLY)
+
+    def argv(question: str, config: Path) -> list[str]:
+        return [*ctx.support_ask, question, "-q", "--config", str(config), "--no-log",
+                "--state", str(work / "state.json"), "--articles", str(folder)]  # fmt: skip
+
+    answers = (q for q in covered if run_once(argv(q, default), env=env, cwd=home).code == 0)
+    answering = next(answers, None)
+    if answering is None:
+        raise RunFailed("the offline deployment answered none of the best-covered questions")
+    handoff = Command("handoff (not_covered, exit 5)", argv(uncovered, default), code=5)
+    offline = Command("offline answer", argv(answering, default))
+    asked = Command("same question asked offline", argv(uncovered, floor_off), code=5)
+    runs = interleave([handoff, offline, asked], rounds=ctx.sizes.kb_rounds,
+                      warmup=ctx.sizes.proc_warmup + 1, env=env, cwd=home)  # fmt: skip
+
+    def of(name: str, field: str) -> Summary:
+        return Summary.of([getattr(r, field) for r in runs[name]])
+
+    h, o, a = handoff.name, offline.name, asked.name
+    return [
+        Row(group, f"{h}, fresh process", Unit.MILLIS, of(h, "wall"), of(o, "wall"), o,
+            COST_TARGET),
+        Row(group, f"{h}, fresh process CPU", Unit.MILLIS, of(h, "cpu"), of(o, "cpu"), o + " CPU"),
+        Row(group, f"{h}, fresh process", Unit.MILLIS, of(h, "wall"), of(a, "wall"),
+            a + " (floor off: its own handoff)"),
+    ]  # fmt: skip
 
 
 def _figures(group: str, half: Half, floor: float) -> list[Row]:

@@ -40,6 +40,7 @@ class Command:
     expect_stdout: bytes | None = None  # when set, a run that prints anything else is an error
     env: Mapping[str, str] | None = None  # instead of the environment `interleave` is given
     before: Callable[[int], None] | None = None  # untimed, before each run (the round number)
+    code: int = 0  # the exit code it must end with (5: a handoff)
 
 
 class RunFailed(Exception):
@@ -104,7 +105,7 @@ def run_once(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> Run:
 
 def _check(command: Command, run: Run) -> None:
     wrong_output = command.expect_stdout is not None and run.stdout != command.expect_stdout
-    if run.code != 0 or wrong_output:
+    if run.code != command.code or wrong_output:
         raise RunFailed(
             f"{command.name}: {' '.join(command.argv)} exited {run.code}\n"
             f"stdout: {run.stdout[:500]!r}\nstderr: {run.stderr[-2000:].decode(errors='replace')}"
