@@ -7,10 +7,17 @@ import pytest
 
 from gateway.knowledge.index import MemoryIndex
 from gateway.knowledge.load import load_articles
+from gateway.knowledge.query import Query
 from gateway.knowledge.rank import rank
-from gateway.knowledge.relevance import DEFAULT_MIN_RELEVANCE, Relevance, covers, relevance
+from gateway.knowledge.relevance import (
+    DEFAULT_MIN_RELEVANCE,
+    Relevance,
+    covers,
+    relevance,
+    uncovered,
+)
 from gateway.knowledge.select import best_within, select
-from gateway.model import Article
+from gateway.model import Article, HandoffReason, Role, Turn
 from tests.support.helpcentre import write_centre
 from tests.support.paths import REPO
 
@@ -98,3 +105,22 @@ def test_no_help_centre_covers_nothing() -> None:
     assert relevance(COVERED, (), None) == Relevance(0.0)
     assert not covers(COVERED, (), None)
     assert covers(COVERED, (), None, floor=0.0)
+
+
+def test_the_decision_hands_off_what_is_not_covered_saying_why_without_the_question(
+    kb: MemoryIndex, big: MemoryIndex
+) -> None:
+    question = "How do I book a table at your restaurant?"
+    handoff = uncovered(question, select(question, kb, None).sources, kb)
+    assert handoff is not None and handoff.reason is HandoffReason.NOT_COVERED
+    assert f"{DEFAULT_MIN_RELEVANCE:.2f} (articles.min_relevance)" in handoff.detail
+    assert "restaurant" not in handoff.detail  # the customer's words stay theirs
+    assert uncovered(COVERED, best_within(COVERED, big, 400).sources, big) is None
+    assert uncovered(question, select(question, kb, None).sources, kb, floor=0.0) is None
+    chat = Query.of_chat("and how long does it take?", [Turn(Role.CUSTOMER, "I want a refund")])
+    assert uncovered(chat, select(chat, kb, None).sources, kb) is None
+
+
+def test_without_any_help_centre_there_is_nothing_to_decide_and_the_model_is_asked() -> None:
+    assert uncovered(ELSEWHERE, (), None) is None
+    assert uncovered(ELSEWHERE, (), MemoryIndex(())) is not None  # an empty one covers nothing
