@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP, STATE_HELP, duration, local_time
+from cli.runtime.common import CONFIG_HELP, STATE_HELP, local_time
 from cli.runtime.failure import CliError
+from gateway.units import countdown
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -82,10 +83,10 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         table.add_column(column, overflow="fold")
     for c, state in rows:
         left = {
-            "cooling": duration(c.until - now),
+            "cooling": countdown(c.until - now),
             "probing": "ended: a probe is in flight",
             "awaiting_probe": "ended: the next call probes",
-            "other_key": f"{duration(c.until - now)}, for another value of the key",
+            "other_key": f"{countdown(c.until - now)}, for another value of the key",
         }[state]
         table.add_row(
             shown_name(c),

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP, duration, local_time
+from cli.runtime.common import CONFIG_HELP, local_time
 from cli.runtime.failure import CliError
+from gateway.units import countdown
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -124,7 +125,7 @@ def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int
     )
     out.write(f"on disk: {facts.disk_bytes / MB:,.1f} MB\n")
     if facts.refreshed is not None:
-        ago = duration(time.time() - facts.refreshed)
+        ago = countdown(time.time() - facts.refreshed)
         out.write(f"refreshed: {local_time(facts.refreshed)} ({ago} ago)\n")
     stale = facts.stale or 0
     out.write(

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 def _fix_for(result: Result, code: ExitCode, retry_after: float | None = None) -> str:
     kind = None if result.error is None else result.error.kind
     if code is ExitCode.TEMPFAIL:
-        from cli.runtime.common import duration
+        from gateway.units import countdown
 
-        when = "later" if not retry_after else f"in {duration(retry_after)}"
+        when = "later" if not retry_after else f"in {countdown(retry_after)}"
         return (
             f"retry {when}; `support-ask cooldowns` shows when each deployment is back "
             "(`support-ask cooldowns reset` clears them)"

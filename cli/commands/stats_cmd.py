@@ -21,6 +21,7 @@ from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
 from cli.terminal.output import stdout_console
+from gateway.units import elapsed
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -42,7 +43,8 @@ def run_stats(
 
     from cli.runtime import wiring
     from gateway.observe.attemptlog import resolve_log_path, rotated_path
-    from gateway.observe.stats import compute_stats, fallback_alert, parse_window, read_log
+    from gateway.observe.stats import compute_stats, fallback_alert, read_log
+    from gateway.units import parse_window
 
     try:
         window_s = parse_window(since)
@@ -129,9 +131,9 @@ def _print_stats(stats: Stats, path: Path, threshold: float | None) -> None:
             str(d.as_fallback),
             str(d.calls),
             str(d.skipped),
-            _secs(d.latency_p50),
-            _secs(d.latency_p95),
-            _secs(d.waited_s),
+            elapsed(d.latency_p50),
+            elapsed(d.latency_p95),
+            elapsed(d.waited_s),
             str(d.cooldowns),
         )
     console.print(table)
@@ -160,14 +162,6 @@ def _deflection(d: Deflection) -> str:
     """`answered 80% (40), handoff 16% (8), refused 4% (2)`: the shares of its questions."""
     parts = (("answered", d.answered), ("handoff", d.handoff), ("refused", d.refused))
     return ", ".join(f"{name} {count / max(d.questions, 1):.0%} ({count})" for name, count in parts)
-
-
-def _secs(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == 0:
-        return "0s"
-    return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.1f}s"
 
 
 def register(app: typer.Typer) -> None:

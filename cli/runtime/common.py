@@ -54,16 +54,6 @@ def seconds_until_callable(
     return min(wait(d) for d in callable_)
 
 
-def duration(seconds: float) -> str:
-    """42s, 3m12s, 1h05m: a countdown a person reads at a glance."""
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-
-
 def local_time(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from cli.runtime.common import duration
+from gateway.units import countdown
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -57,7 +57,7 @@ def status_line(p: Progress) -> str:
         line += f", {p.skipped} already answered"
     line += f"; {p.rate:.1f} q/s"
     if eta is not None:
-        line += f", ETA {duration(eta)}"
+        line += f", ETA {countdown(eta)}"
     line += f"; fallback {_share(p)}"
     limits = _limits(p)
     return f"{line}; {limits}" if limits else line
@@ -187,7 +187,7 @@ class LiveBar:
         if p.invalid:
             counts.append(f" · {p.invalid} bad lines", style="red")
         eta = p.eta_s
-        pace = f"{p.rate:.1f} q/s" + ("" if eta is None else f" · ETA {duration(eta)}")
+        pace = f"{p.rate:.1f} q/s" + ("" if eta is None else f" · ETA {countdown(eta)}")
         pace += f" · fallback {_share(p)}"
         bar = ProgressBar(total=p.total, completed=p.done, width=30)
         head = Text("✓", style="green") if self._finished else self._spinner

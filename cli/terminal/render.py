@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gateway.model import Attempt, Outcome, Result, Route, Status
+from gateway.units import tenths
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -33,10 +34,6 @@ _DECISION_STYLE = {
 }
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.1f}s" if value > 0 else ""
-
-
 _HEADERS = ("deployment", "#", "status", "error class", "decision", "wait", "took")
 _RIGHT = frozenset({"#", "status", "wait", "took"})
 
@@ -49,7 +46,7 @@ def _cells(a: Attempt, wait: str, keyed: frozenset[str] = frozenset()) -> tuple[
         "" if a.error_class is None else str(a.error_class),
         str(a.outcome),
         wait,
-        _seconds(a.elapsed_s) if a.outcome is not Outcome.SKIPPED else "",
+        tenths(a.elapsed_s) if a.outcome is not Outcome.SKIPPED else "",
     )
 
 
@@ -73,7 +70,7 @@ def attempts_table(
     keyed = frozenset(name for name, keys in used_keys.items() if len(keys) > 1)
     rows = []
     for i, a in enumerate(attempts):
-        wait = _seconds(a.wait_s)
+        wait = tenths(a.wait_s)
         if countdown is not None and i == last:
             wait = f"{max(countdown, 0.0):.1f}s…"
         rows.append((a, _cells(a, wait, keyed)))

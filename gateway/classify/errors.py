@@ -30,6 +30,7 @@ from gateway.classify.rules import (
 from gateway.engine.table import TABLE
 from gateway.model import Decision, ErrorKind, Failure
 from gateway.secrets.shapes import redact_text
+from gateway.units import seconds
 
 # ---------------------------------------------------------------------- reading the body
 
@@ -392,10 +393,6 @@ def _shorten(text: str, limit: int = DETAIL_MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
-
-
 def _detail(status: int | None, signals: _Signals, retry_after: float | None) -> str:
     """ "429 rate_limit_exceeded: Rate limit reached ... (retry after 0.6 s)"."""
     head = " ".join(p for p in (str(status) if status else "", redact_text(signals.label)) if p)
@@ -406,7 +403,7 @@ def _detail(status: int | None, signals: _Signals, retry_after: float | None) ->
         missing = "empty body" if signals.error is None else "no error message"
         detail = f"{head} ({missing})" if head else missing
     if retry_after is not None:
-        detail += f" (retry after {_seconds(retry_after)} s)"
+        detail += f" (retry after {seconds(retry_after)} s)"
     return detail
 
 

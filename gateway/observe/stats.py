@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -45,37 +44,13 @@ from pathlib import Path
 
 from gateway.model import ErrorKind, Outcome, Status
 from gateway.observe.attemptlog import rotated_path
+from gateway.units import window
 
 DEFAULT_WINDOW_S = 24 * 3600.0
 # What `recent_fallback_warning` reads: the log's last bytes (about a few hundred
 # questions), so every ask pays for a small read, never for the whole log.
 RECENT_TAIL_BYTES = 64 * 1024
 RECENT_MIN_SERVED = 5  # below this, one fallback would read as a 100% share
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
-
-
-def parse_window(text: str) -> float:
-    """`90m`, `24h`, `7d` (also `s`, `w`) as seconds; ValueError says what is accepted."""
-    match = _WINDOW.match(text)
-    if match is None or float(match.group(1)) <= 0:
-        raise ValueError(
-            f"{text!r} is not a time window: use a number and a unit, like 90m, 24h or 7d"
-        )
-    return float(match.group(1)) * _UNITS[match.group(2).lower()]
-
-
-def format_window(seconds: float) -> str:
-    """The window as a user would write it: `90m`, `24h`, `7d` (days only from two on)."""
-    for unit, size, smallest in (
-        ("d", 86400.0, 172800.0),
-        ("h", 3600.0, 3600.0),
-        ("m", 60.0, 60.0),
-    ):
-        if seconds >= smallest and (seconds / size).is_integer():
-            return f"{int(seconds / size)}{unit}"
-    return f"{seconds:g}s"
 
 
 @dataclass(frozen=True)
@@ -300,7 +275,7 @@ class Stats:
 
     @property
     def window(self) -> str:
-        return format_window(self.until - self.since)
+        return window(self.until - self.since)
 
     def as_json(self) -> dict[str, object]:
         return {

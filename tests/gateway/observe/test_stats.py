@@ -12,11 +12,11 @@ from gateway.observe.attemptlog import AttemptLog, format_time, rotated_path
 from gateway.observe.stats import (
     compute_stats,
     fallback_alert,
-    parse_window,
     percentile,
     read_log,
     recent_fallback_warning,
 )
+from gateway.units import parse_window
 
 NOW = 1_767_225_600.0
 HOUR = 3600.0
@@ -307,20 +307,6 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile([7.0], 0.95) == 7.0
     assert percentile([float(n) for n in range(20, 0, -1)], 0.95) == 19.0
     assert percentile([float(n) for n in range(1, 101)], 0.95) == 95.0
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("24h", 86400.0), ("90m", 5400.0), ("7d", 604800.0), ("30s", 30.0), ("1.5h", 5400.0)],
-)
-def test_parse_window(text: str, seconds: float) -> None:
-    assert parse_window(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "24", "h", "-1h", "0m", "3 days", "1y"])
-def test_parse_window_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="like 90m, 24h or 7d"):
-        parse_window(text)
 
 
 def test_deflection_per_day_and_per_deployment(tmp_path: Path) -> None:
