@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from difflib import get_close_matches
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -186,8 +187,6 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
     if name is not None:
         known = {d.name for d in config.all_deployments()}
         if name not in known and name not in recorded:
-            from difflib import get_close_matches
-
             close = get_close_matches(name, sorted(known | recorded), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise CliError(

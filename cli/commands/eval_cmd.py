@@ -8,6 +8,7 @@ providers (gateway.simulate), as `support-ask simulate` does.
 from __future__ import annotations
 
 import sys
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -83,7 +84,6 @@ def _evaluate(
     skip_unconfigured: bool,
 ) -> int:
     import json
-    from functools import cache
 
     from gateway.observe.evaluate import pick_deployments, run_eval
     from gateway.state.memory import MemoryStore

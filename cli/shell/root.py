@@ -6,6 +6,7 @@ Imported only once `main` knows it needs Typer (anything but `--version`).
 from __future__ import annotations
 
 import sys
+from importlib.util import find_spec
 from typing import Annotated, Any
 
 import typer
@@ -33,8 +34,6 @@ VersionOpt = Annotated[
 
 
 def _lazy_commands() -> dict[str, str]:
-    from importlib.util import find_spec
-
     present: dict[str, bool] = {}
     out = {}
     for name, module in routing.LAZY_COMMANDS.items():
