@@ -361,7 +361,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         offline: Annotated[
             bool,
-            typer.Option("--offline", help="With --golden: ask no deployment (retrieval only)."),
+            typer.Option(
+                "--offline",
+                help="With --golden: ask no deployment (retrieval and the floor only); "
+                "without it each question is also asked as `ask` asks it.",
+            ),
         ] = False,
         sweep: Annotated[
             bool,
@@ -405,8 +409,10 @@ def register(app: typer.Typer) -> None:
         shows the answers side by side and checks each: word limit, plain text, no AI
         names, not-covered reply with a ticket. Exits 4 on any violation.
 
-        With --golden FILE --offline: each question's selection and relevance, as ask
-        makes them; recall, handoff recall and false handoffs; exits 4 past a threshold."""
+        With --golden FILE: each question's selection and relevance, as ask makes them;
+        recall, handoff recall and false handoffs; exits 4 past a threshold. Without
+        --offline each question is also asked as ask asks it: its action and handoff,
+        whether it cites an answering article, citations dropped."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 
@@ -429,6 +435,8 @@ def register(app: typer.Typer) -> None:
                     thresholds=Thresholds(min_recall, min_handoff_recall, max_false_handoffs),
                     as_json=as_json,
                     diag=diag,
+                    deployments=tuple(deployment or ()),
+                    product=product,
                 ),
             )
         golden_only = {

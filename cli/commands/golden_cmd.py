@@ -2,15 +2,17 @@
 questions (gateway.observe.golden reads the file, gateway.observe.retrieval measures).
 
 Every question gets the selection `ask` would send (the same help centre, budget and
-floor), so what it reports is what production does. `--offline` is the only mode for
-now: no deployment is asked, and a golden set of a hundred questions over a large manual
-takes seconds. The thresholds make it exit 4, as every failed check of `eval` does.
+floor), so what it reports is what production does. With `--offline` no deployment is
+asked, and a golden set of a hundred questions over a large manual takes seconds.
+Without it each question is also asked as `ask` asks it (gateway.observe.grounding
+judges the answers: the action, the citations). The thresholds read the retrieval
+figures and make it exit 4, as every failed check of `eval` does.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,8 +21,13 @@ from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
 
 if TYPE_CHECKING:
+    from cli.runtime.session import Session
     from cli.terminal.diag import Diag
-    from gateway.observe.retrieval import Thresholds
+    from gateway.config import Config
+    from gateway.knowledge.index import Index
+    from gateway.observe.golden import GoldenQuestion
+    from gateway.observe.grounding import Asked
+    from gateway.observe.retrieval import Judged, Thresholds
 
 
 def run_golden_command(
@@ -35,15 +42,11 @@ def run_golden_command(
     thresholds: Thresholds,
     as_json: bool,
     diag: Diag,
+    deployments: tuple[str, ...] = (),
+    product: str | None = None,
 ) -> int:
-    import json
-
-    from cli.runtime import wiring
-    from cli.runtime.session import article_budget
-    from cli.terminal.golden_view import JudgeProgress, print_report
-    from cli.terminal.indexing import IndexProgress
-    from gateway.observe import retrieval
-    from gateway.observe.golden import GoldenError, load_golden
+    from cli.runtime.options import AskOptions
+    from cli.runtime.session import open_session
 
     if questions_path is not None:
         raise CliError(
@@ -51,21 +54,35 @@ def run_golden_command(
             ExitCode.USAGE,
             fix="run the rules eval and the golden eval as two commands",
         )
-    if not offline:
-        raise CliError(
-            "--golden asks no deployment yet: the answers' citation checks are not in this build",
-            ExitCode.USAGE,
-            fix="add --offline (retrieval and the relevance floor, no model called)",
-        )
     _check_shares(thresholds)
-    if not articles:
-        raise CliError(
-            "--golden needs the help centre its articles are in",
-            ExitCode.USAGE,
-            fix="pass --articles FOLDER (as for `ask`)",
-        )
+    opts = AskOptions(
+        articles=articles,
+        config=config_flag,
+        max_article_tokens=max_article_tokens,
+        deployments=deployments,
+        product=product,
+    )
+    with open_session(opts, diag) as session:
+        if not session.articles:
+            raise CliError(
+                "--golden needs the help centre its articles are in",
+                ExitCode.USAGE,
+                fix="pass --articles FOLDER (as for `ask`), or name it in articles.paths",
+            )
+        questions = _golden_or_error(golden_path)
+        index = session.open_help_centre()
+        assert index is not None  # articles were named
+        judged = _judged(session, questions, index)
+        asked = None if offline else _asked(session, questions)
+    return _report(session.config, golden_path, judged, asked, sweep, thresholds, as_json, diag,
+                   budget=session.budget)  # fmt: skip
+
+
+def _golden_or_error(path: Path) -> tuple[GoldenQuestion, ...]:
+    from gateway.observe.golden import GoldenError, load_golden
+
     try:
-        questions = load_golden(golden_path)
+        return load_golden(path)
     except GoldenError as exc:
         raise CliError(
             str(exc),
@@ -73,32 +90,81 @@ def run_golden_command(
             fix="each item: {question: ..., articles: [path, ...]} or "
             "{question: ..., answerable: false}; YAML, or JSON Lines (.jsonl)",
         ) from None
-    config = wiring.load_settings(config_flag, environ=os.environ, notice=diag.notice)
-    budget, whole = article_budget(max_article_tokens, config)
-    floor = config.articles.min_relevance
-    with IndexProgress(diag, silent=diag.quiet) as indexing:
-        index = wiring.open_help_centre(articles, config, whole=whole, warn=diag.warn,
-                                        progress=indexing)  # fmt: skip
-    assert index is not None  # articles were given
+
+
+def _judged(session: Session, questions: Sequence[GoldenQuestion], index: Index) -> list[Judged]:
+    """Each question's selection and relevance, as `ask` makes them, no deployment asked."""
+    from cli.terminal.golden_view import JudgeProgress
+    from gateway.observe import retrieval
+
+    judged = []
+    with JudgeProgress(session.diag, total=len(questions)) as progress:
+        for question in questions:
+            judged.append(retrieval.judge(question, index, session.budget))
+            progress.advance()
+    return judged
+
+
+def _asked(session: Session, questions: Sequence[GoldenQuestion]) -> list[Asked]:
+    """Each question asked as `ask` asks it (the not_covered handoff before any call, the
+    fallback chain, the answer settled), judged against its answering articles. A fresh
+    memory store: the eval neither honours nor records cooldowns, and writes no log."""
+    from cli.commands.batch_ask import Asker
+    from cli.terminal.golden_view import JudgeProgress
+    from gateway.batch import Question
+    from gateway.observe.grounding import Asked
+    from gateway.state.memory import MemoryStore
+
+    engine = session.engine(store=MemoryStore())
+    asker = Asker(session, session.index, lambda r, p: engine.ask(r, compact=p), None)
+    asked = []
     try:
-        with JudgeProgress(diag, total=len(questions)) as progress:
-            judged = []
+        with JudgeProgress(session.diag, total=len(questions), what="asking") as progress:
             for question in questions:
-                judged.append(retrieval.judge(question, index, budget))
+                result = asker.ask(Question(question.line, question.line, question.text))
+                asked.append(Asked.of(question, result))
                 progress.advance()
     finally:
-        index.close()
+        engine.close()
+    return asked
+
+
+def _report(
+    config: Config,
+    golden_path: Path,
+    judged: Sequence[Judged],
+    asked: Sequence[Asked] | None,
+    sweep: bool,
+    thresholds: Thresholds,
+    as_json: bool,
+    diag: Diag,
+    *,
+    budget: int | None,
+) -> int:
+    import json
+
+    from cli.terminal.golden_view import print_report
+    from gateway.observe import retrieval
+    from gateway.observe.grounding import asked_totals
+
+    floor = config.articles.min_relevance
     at = retrieval.totals(judged, floor)
     swept = retrieval.sweep(judged, also=(floor,)) if sweep else ()
     missed = retrieval.failures(at, thresholds)
+    asked_at = None if asked is None else asked_totals(asked)
     if as_json:
+        items = [j.as_json(floor) for j in judged]
+        if asked is not None:
+            for item, one in zip(items, asked, strict=True):
+                item["asked"] = one.as_json()
         data: dict[str, object] = {
             "golden": str(golden_path),
             "floor": floor,
             "budget": budget,
-            "offline": True,
-            "questions": [j.as_json(floor) for j in judged],
+            "offline": asked is None,
+            "questions": items,
             "totals": at.as_json(),
+            "asked": None if asked_at is None else asked_at.as_json(),
             "failures": list(missed),
             "passed": not missed,
         }
@@ -106,9 +172,19 @@ def run_golden_command(
             data["sweep"] = [row.as_json() for row in swept]
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
     else:
-        print_report(judged, at, swept)
+        print_report(judged, at, swept, asked, asked_at)
     for failure in missed:
         diag.error(failure)
+    if asked_at is not None and asked_at.unanswered:
+        # A question nothing answered is a measurement that did not happen: passing it
+        # would certify answers nobody saw.
+        diag.error(
+            f"{asked_at.unanswered} of {len(judged)} questions got no answer and no handoff "
+            "(a refusal, or every deployment failed)",
+            fix="check keys and endpoints with `support-ask config check`, or measure "
+            "retrieval alone with --offline",
+        )
+        return ExitCode.UNAVAILABLE
     return CHECK_FAILED if missed else ExitCode.ANSWERED
 
 

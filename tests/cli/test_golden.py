@@ -186,7 +186,6 @@ def test_a_missing_golden_file_exits_66(tmp_path: Path, centre: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--golden", "g.yaml", "-a", "kb"), "add --offline"),
         (("--golden", "g.yaml", "--offline"), "pass --articles FOLDER"),
         (("q.txt", "--golden", "g.yaml", "-a", "kb", "--offline"), "cannot go together"),
         (("q.txt", "--offline"), "--offline only goes with --golden FILE"),
