@@ -137,6 +137,16 @@ class ProviderError(Exception):
         self.partial = partial
 
 
+class PageKind(StrEnum):
+    """What a help-centre page is for (`gateway.knowledge.shape` decides it on loading):
+    answering questions, or leading to the pages that do (a book index, a table of
+    contents, a site map). A navigation page is never answered from offline and weighs
+    less in the prompt's selection."""
+
+    ARTICLE = "article"
+    NAVIGATION = "navigation"
+
+
 @dataclass(frozen=True)
 class Article:
     """One help-centre article, as read from disk (HTML already reduced to text)."""
@@ -147,6 +157,7 @@ class Article:
     # Its public address as the article states it (Markdown front matter `url:`, an HTML
     # page's canonical link); None when it states none.
     url: str | None = None
+    kind: PageKind = PageKind.ARTICLE
 
 
 @dataclass(frozen=True)
@@ -170,6 +181,7 @@ class Source:
     score: float | None = None
     coverage: float | None = None
     url: str | None = None  # its article's stated public address (`Article.url`)
+    kind: PageKind = PageKind.ARTICLE  # its article's (`Article.kind`)
 
     def as_json(self) -> dict[str, object]:
         return {

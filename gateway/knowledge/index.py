@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from gateway.model import Article, Source
+from gateway.model import Article, PageKind, Source
 from gateway.tokens import estimate
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ class Hits:
     """Where some terms occur in a set: per passage (body, heading), per article (title).
 
     `df` counts the passages holding a term, and the titles: `units` is how many of both
-    there are in the set (BM25's N).
+    there are in the set (BM25's N). `navigation`: the articles hit that are navigation
+    pages (`PageKind.NAVIGATION`).
     """
 
     units: int
@@ -51,6 +52,7 @@ class Hits:
     title: dict[int, Counter[str]] = field(default_factory=dict)
     facts: dict[PassageKey, PassageFacts] = field(default_factory=dict)
     lengths: dict[int, int] = field(default_factory=dict)  # article -> words, for those hit
+    navigation: set[int] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,8 @@ class MemoryIndex:
             )
         for number in {k[0] for k in found.facts} | found.title.keys():
             found.lengths[number] = self._lengths[number]
+            if self._articles[number].kind is PageKind.NAVIGATION:
+                found.navigation.add(number)
         return found
 
     def _segments(self, article: int) -> tuple[list[Segment], list[int]]:
@@ -240,4 +244,5 @@ def source(article: Article, article_number: int, passage: Passage) -> Source:
         article=article_number,
         number=passage.number,
         url=article.url,
+        kind=article.kind,
     )

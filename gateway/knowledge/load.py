@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway.knowledge.files import HTML_SUFFIXES, ArticleCaps, discover
-from gateway.model import Article
+from gateway.knowledge.shape import kind_of, markdown_kind, names_navigation
+from gateway.model import Article, PageKind
 
 if TYPE_CHECKING:
     from html.parser import HTMLParser
@@ -70,14 +71,15 @@ def parse(path: str, data: bytes) -> tuple[Article | None, str]:
         return None, problem
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if os.path.splitext(path)[1].lower() in HTML_SUFFIXES:
-        title, body, url = _from_html(text)
+        title, body, url, kind = _from_html(text)
     else:
         title, body, url = _from_markdown(text)
+        kind = markdown_kind(body)
     body = body.strip()
     if not body:
         return None, "empty"
     title = title or _title_from_name(Path(path))
-    return Article(title=title, path=path, text=body, url=_public(url)), ""
+    return Article(title=title, path=path, text=body, url=_public(url), kind=kind), ""
 
 
 def _public(url: str | None) -> str | None:
@@ -203,6 +205,10 @@ _HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
 # Where a <code> element began or ended (the tags are cut out before parsing, see
 # `_inline_tag`): a block that is one code element is code, as a <pre> is.
 _CODE = "\x02"
+# Where a link (<a href>) began and where an <a> ended: its words are counted as
+# navigation (`shape`), and the marks are gone from the text.
+_LINK, _LINK_END = "\x03", "\x04"
+_MARKS = str.maketrans("", "", _CODE + _LINK + _LINK_END)
 
 
 def _fenced(code: str) -> str:
@@ -214,7 +220,8 @@ def _fenced(code: str) -> str:
 
 class _HtmlText:
     """Collects an HTML page's visible text, its <title> and its first <h1>, from the events
-    of the standard library's tokenizer (see `_parser`).
+    of the standard library's tokenizer (see `_parser`), and how many of its words are
+    navigation (in a region `shape.names_navigation` names, or a link's text).
 
     Headings and list items keep a light markdown shape (`## Heading`, `- item`, `1. step`)
     so an HTML article reads like a markdown one, to the models and to the offline ranker.
@@ -234,6 +241,10 @@ class _HtmlText:
         self._lists: list[tuple[int, int]] = []  # per open list: (its id, next number or 0)
         self._in_title = False
         self._h1_state = 0  # 0 before the first <h1>, 1 inside it, 2 after it
+        self.words = 0
+        self.navigation_words = 0
+        self._region: str | None = None  # the tag of the navigation region we are in
+        self._region_depth = 0  # its elements of that tag open
 
     def link(self, attrs: list[tuple[str, str | None]]) -> None:
         values = dict(attrs)
@@ -241,7 +252,7 @@ class _HtmlText:
         if self.canonical is None and "canonical" in rel and values.get("href"):
             self.canonical = values["href"]
 
-    def start(self, tag: str) -> None:
+    def start(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _DROP:
             self._dropping += 1
         if self._dropping:
@@ -251,6 +262,11 @@ class _HtmlText:
             return
         if tag in _BLOCKS:
             self._flush()
+        if self._region is None:
+            if attrs and names_navigation(tag, attrs):
+                self._region, self._region_depth = tag, 1
+        elif tag == self._region:
+            self._region_depth += 1
         if tag in _HEADINGS:
             self._prefix = _HEADINGS[tag]
             if tag == "h1" and self._h1_state == 0:
@@ -280,6 +296,11 @@ class _HtmlText:
             return
         if tag in _BLOCKS:
             self._flush()
+        if tag == self._region:
+            self._region_depth -= 1
+            if not self._region_depth:
+                self._flush()
+                self._region = None
         if tag in _HEADINGS or tag == "li":
             self._prefix, self._item = "", 0
         if tag == "h1" and self._h1_state == 1:
@@ -302,10 +323,16 @@ class _HtmlText:
     def _flush(self) -> None:
         raw = "".join(self._parts)
         self._parts = []
+        if _LINK in raw or _LINK_END in raw:
+            raw = self._count_links(raw)
         pre = raw.replace(_CODE, "").strip("\n").rstrip() if self._pre else ""
-        text = pre or " ".join(raw.split())
+        words = raw.split()
+        text = pre or " ".join(words)
         if not text.replace(_CODE, ""):
             return  # keep a pending prefix: `<li><p>step</p></li>` is still an item
+        self.words += len(words)
+        if self._region is not None:
+            self.navigation_words += len(words)
         # Code never reads as a heading: a <pre>, or a block that is one <code>, is fenced
         # (its `# comment` lines would otherwise be headings, see `passages`).
         if self._pre:
@@ -316,6 +343,18 @@ class _HtmlText:
             text = self._prefix + text.replace(_CODE, "")
         self.blocks.append((self._item, text))
         self._prefix, self._item = "", 0
+
+    def _count_links(self, raw: str) -> str:
+        """`raw` without its link marks, the words of its links counted as navigation
+        (outside a navigation region, whose words all count already)."""
+        if self._region is None:
+            for piece in raw.split(_LINK)[1:]:
+                self.navigation_words += len(piece.split(_LINK_END, 1)[0].split())
+        return raw.replace(_LINK, "").replace(_LINK_END, "")
+
+    @property
+    def kind(self) -> PageKind:
+        return kind_of(self.words, self.navigation_words)
 
     def finish(self) -> None:
         self._flush()
@@ -346,7 +385,7 @@ def _parser() -> Callable[[_HtmlText], HTMLParser]:
         def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
             if tag == "link":
                 self.sink.link(attrs)
-            self.sink.start(tag)
+            self.sink.start(tag, attrs)
 
         def handle_endtag(self, tag: str) -> None:
             self.sink.end(tag)
@@ -364,10 +403,24 @@ def _inline_tag() -> re.Pattern[str]:
     # with a "<" inside is left to the parser, so script text like `a<b ... </script>`
     # cannot swallow the closing tag.
     return re.compile(
-        r"</?(?:a|abbr|b|bdi|bdo|cite|data|dfn|em|font|i|kbd|mark|q|s|samp|small|span|"
+        r"</?(?:abbr|b|bdi|bdo|cite|data|dfn|em|font|i|kbd|mark|q|s|samp|small|span|"
         r"strong|sub|sup|time|u|var)\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>",
         re.IGNORECASE,
     )
+
+
+@functools.cache
+def _anchor_tags() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    # An <a href> leaves the link mark, any </a> the end mark; an <a> naming no target
+    # (DocBook's `<a id=...></a>`) leaves nothing.
+    return (
+        re.compile(r"<a\b((?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*)>", re.IGNORECASE),
+        re.compile(r"</a\s*>", re.IGNORECASE),
+    )
+
+
+def _anchor(match: re.Match[str]) -> str:
+    return _LINK if "href" in match.group(1).lower() else ""
 
 
 @functools.cache
@@ -376,15 +429,17 @@ def _code_tag() -> re.Pattern[str]:
     return re.compile(r"</?code\b(?:[^<>\"']|\"[^\"<]*\"|'[^'<]*')*>", re.IGNORECASE)
 
 
-def _from_html(text: str) -> tuple[str, str, str | None]:
-    """The title (first <h1>, else <title>), the visible text, a blank line per block, and
-    the page's canonical link."""
+def _from_html(text: str) -> tuple[str, str, str | None, PageKind]:
+    """The title (first <h1>, else <title>), the visible text, a blank line per block, the
+    page's canonical link, and its kind."""
 
     collected = _HtmlText()
     parser = _parser()(collected)
-    parser.feed(_code_tag().sub(_CODE, _inline_tag().sub("", text)))
+    opening, closing = _anchor_tags()
+    text = closing.sub(_LINK_END, opening.sub(_anchor, _inline_tag().sub("", text)))
+    parser.feed(_code_tag().sub(_CODE, text))
     parser.close()
     collected.finish()
-    h1, named = (t.replace(_CODE, "") for t in (collected.h1, collected.title))
+    h1, named = (t.translate(_MARKS) for t in (collected.h1, collected.title))
     title = " ".join(h1.split()) or " ".join(named.split())
-    return title, collected.text(), collected.canonical
+    return title, collected.text(), collected.canonical, collected.kind

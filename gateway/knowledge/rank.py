@@ -14,6 +14,10 @@ roles"), the passage which part answers it, and a section titled with the questi
 words wins over one that merely repeats them. Document frequencies count passages and
 titles. Ties go to the earlier article, then the earlier passage.
 
+A navigation page's passages (a book index, a table of contents: `shape`) score
+`NAVIGATION_WEIGHT` times what they would: they hold the words of every page they point
+to, and would otherwise fill the prompt of a big manual's questions with lists of titles.
+
 Coverage is the share of the question's idf weight that a passage holds. Rare words carry
 the meaning of a question ("invoice", "Slack"), common ones little. A word no article
 contains weighs `UNKNOWN_WEIGHT` (3) times the question's rarest known word, so "Can I
@@ -45,6 +49,9 @@ AVERAGE_PASSAGE_WORDS = WORD_LIMIT / 2
 # sign a question is about something else. 3 was chosen on the tuning half of bench/run
 # quality's questions (bench/RESULTS.md); 1 handed off fewer unanswerable questions there.
 UNKNOWN_WEIGHT = 3
+# A navigation page's passages score this share of what they would; chosen on the tuning
+# half of bench/run offline's questions (bench/RESULTS.md).
+NAVIGATION_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,7 @@ class Ranked:
     score: float
     coverage: float  # the share of the question's weight the passage holds, 0..1
     tokens: int  # the passage's estimated size
+    navigation: bool = False  # of a navigation page (`PageKind.NAVIGATION`)
 
 
 def _bm25(tf: Mapping[str, int], length: float, average: float, idf: Mapping[str, float]) -> float:
@@ -100,6 +108,7 @@ def rank(question: str | Query, index: Index) -> list[Ranked]:
     per_word = K1 * B / AVERAGE_PASSAGE_WORDS
     heading_norm = K1  # a heading is scored as a one-word document of average length
     empty: Counter[str] = Counter()
+    navigation = hits.navigation
     ranked = []
     for key, facts in hits.facts.items():
         article = key[0]
@@ -124,6 +133,9 @@ def rank(question: str | Query, index: Index) -> list[Ranked]:
                 )
             if tf or in_heading:
                 held += weight
-        ranked.append(Ranked(key, score, held / total, facts.tokens))
+        if article in navigation:
+            ranked.append(Ranked(key, score * NAVIGATION_WEIGHT, held / total, facts.tokens, True))
+        else:
+            ranked.append(Ranked(key, score, held / total, facts.tokens))
     ranked.sort(key=lambda r: (-r.score, r.key))
     return ranked

@@ -8,6 +8,8 @@ floor means the same over a dozen articles as over a thousand-page manual: a BM2
 grows with the set's size and the question's length, a share does not. It is read from
 the sources the selection already scored, so deciding costs nothing more; only a help
 centre sent whole (unranked, `Selection.whole`) is ranked here, and that is a small one.
+A navigation page's passages never count (`shape`): a book index holds the words of
+almost any question, and covering one with it answers nothing.
 
 `covers()` is the whole rule: a question is covered when its relevance reaches the floor
 (`articles.min_relevance`, default `DEFAULT_MIN_RELEVANCE`, measured by `bench/run
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from gateway.config.model import ArticleSettings
 from gateway.knowledge.index import Index
 from gateway.knowledge.query import Query
-from gateway.model import Handoff, HandoffReason, Source
+from gateway.model import Handoff, HandoffReason, PageKind, Source
 
 # Defined once, with the config key it is the default of.
 DEFAULT_MIN_RELEVANCE = ArticleSettings.min_relevance
@@ -56,13 +58,16 @@ def relevance(question: str | Query, sources: Sequence[Source], index: Index | N
     unranked are ranked in `index` first (None: no help centre, relevance 0)."""
     scored = [s for s in sources if s.coverage is not None]
     if scored:
-        best = max(scored, key=lambda s: (s.coverage or 0.0, s.score or 0.0))
+        answering = [s for s in scored if s.kind is PageKind.ARTICLE]
+        if not answering:
+            return NONE
+        best = max(answering, key=lambda s: (s.coverage or 0.0, s.score or 0.0))
         return Relevance(best.coverage or 0.0, best.path)
     if index is None or not sources:
         return NONE
     from gateway.knowledge.rank import rank
 
-    ranked = rank(question, index)
+    ranked = [r for r in rank(question, index) if not r.navigation]
     if not ranked:
         return NONE
     top = max(ranked, key=lambda r: (r.coverage, r.score))

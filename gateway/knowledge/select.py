@@ -49,7 +49,7 @@ class Selection:
 def everything(articles: tuple[Article, ...]) -> Selection:
     """Every article, whole and unranked: today's prompt."""
     sources = tuple(
-        Source(a.path, a.title, "", a.text, estimate(a.text), number, None, url=a.url)
+        Source(a.path, a.title, "", a.text, estimate(a.text), number, None, url=a.url, kind=a.kind)
         for number, a in enumerate(articles)
     )
     return Selection(sources, whole=True, articles=articles)

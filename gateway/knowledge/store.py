@@ -34,15 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.knowledge import schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
 from gateway.knowledge.load import read
 from gateway.knowledge.passages import split
 from gateway.knowledge.terms import terms
-from gateway.model import Article, Source
+from gateway.model import Article, PageKind, Source
 from gateway.tokens import estimate
 
-FORMAT = "3"  # 3: each file keeps its article's stated public url
 # A file changed this recently before it was read is read again next time: sub-second
 # timestamps tick with the kernel's coarse clock (<= 10 ms); whole seconds mean a
 # filesystem that keeps only those (FAT: 2 s).
@@ -105,24 +105,6 @@ def index_path(cache_dir: Path, roots: Sequence[Path]) -> Path:
     return index_folder(cache_dir) / f"{hashlib.sha256(real.encode()).hexdigest()[:16]}.sqlite"
 
 
-_SCHEMA = """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-CREATE TABLE files(
-    id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INT, mtime_ns INT, inode INT,
-    problem TEXT, title TEXT, text TEXT, words INT, tokens INT, url TEXT);
-CREATE TABLE passages(
-    id INTEGER PRIMARY KEY, file INT NOT NULL, number INT, heading TEXT, hstart INT,
-    hend INT, start INT, "end" INT, words INT, first INT, tokens INT);
-CREATE INDEX passages_file ON passages(file, number);
-CREATE VIRTUAL TABLE terms USING fts5(heading, body, tokenize='unicode61 remove_diacritics 0');
-CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, instance);
-CREATE VIRTUAL TABLE terms_rows USING fts5vocab(terms, row);
-CREATE VIRTUAL TABLE titles USING fts5(title, tokenize='unicode61 remove_diacritics 0');
-CREATE VIRTUAL TABLE titles_vocab USING fts5vocab(titles, instance);
-CREATE VIRTUAL TABLE titles_rows USING fts5vocab(titles, row);
-"""
-
-
 def has_fts5() -> bool:
     try:
         with contextlib.closing(sqlite3.connect(":memory:")) as db:
@@ -180,7 +162,7 @@ class SqliteIndex:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(f"{path}{suffix}")
                 db = _connect(path)
-                _prepare(db)
+                schema.prepare(db)
             except (OSError, sqlite3.Error) as again:
                 return cls._in_memory(path, roots, warn, again)
         return cls(db, os.fspath(path), roots)
@@ -294,8 +276,8 @@ class SqliteIndex:
             )
             return
         cursor = db.execute(
-            "INSERT INTO files(path, size, mtime_ns, inode, title, text, words, tokens, url) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files(path, size, mtime_ns, inode, title, text, words, tokens, url, "
+            "kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 file.path,
                 file.size,
@@ -306,6 +288,7 @@ class SqliteIndex:
                 len(article.text.split()),
                 estimate(article.text),
                 article.url,
+                str(article.kind),
             ),
         )
         fid = cursor.lastrowid
@@ -420,10 +403,14 @@ class SqliteIndex:
             if key not in facts:
                 facts[key] = PassageFacts(size, bool(first), tokens)
                 ids[key] = pid
-        for fid, length in _chunks(
-            db, "SELECT id, words FROM files WHERE id IN ({})", sorted(hit_files | title_files)
+        for fid, length, kind in _chunks(
+            db,
+            "SELECT id, words, kind FROM files WHERE id IN ({})",
+            sorted(hit_files | title_files),
         ):
             found.lengths[order[fid]] = length
+            if kind == PageKind.NAVIGATION:
+                found.navigation.add(order[fid])
         return found
 
     def fetch(self, keys: Sequence[PassageKey]) -> list[Source]:
@@ -440,24 +427,30 @@ class SqliteIndex:
             for pid, *rest in _chunks(
                 self._db,
                 'SELECT p.id, f.path, f.title, p.heading, substr(f.text, p.start + 1, p."end" - '
-                "p.start), p.tokens, f.url FROM passages p JOIN files f ON f.id = p.file "
+                "p.start), p.tokens, f.url, f.kind FROM passages p JOIN files f ON f.id = p.file "
                 "WHERE p.id IN ({})",
                 [self._passage_ids[k] for k in keys],
             )
         }
         out = []
         for article, number in keys:
-            path, title, heading, text, tokens, url = rows[self._passage_ids[(article, number)]]
-            out.append(Source(path, title, heading, text, tokens, article, number, url=url))
+            path, title, heading, text, tokens, url, kind = rows[
+                self._passage_ids[(article, number)]
+            ]
+            out.append(
+                Source(
+                    path, title, heading, text, tokens, article, number, url=url, kind=_kind(kind)
+                )
+            )
         return out
 
     def articles(self) -> tuple[Article, ...]:
         out = []
         for fid in self._ids:
-            title, path, text, url = self._db.execute(
-                "SELECT title, path, text, url FROM files WHERE id = ?", (fid,)
+            title, path, text, url, kind = self._db.execute(
+                "SELECT title, path, text, url, kind FROM files WHERE id = ?", (fid,)
             ).fetchone()
-            out.append(Article(title=title, path=path, text=text, url=url))
+            out.append(Article(title=title, path=path, text=text, url=url, kind=_kind(kind)))
         return tuple(out)
 
     # -- status ----------------------------------------------------------------------
@@ -486,6 +479,10 @@ class SqliteIndex:
         )
 
 
+def _kind(stored: str | None) -> PageKind:
+    return PageKind(stored) if stored else PageKind.ARTICLE
+
+
 def _chunks(db: sqlite3.Connection, sql: str, ids: Sequence[int]) -> list[Any]:
     """`sql`'s rows for every id, asked in chunks below SQLite's limit on parameters."""
     out: list[Any] = []
@@ -512,7 +509,7 @@ def _prepare_waiting(db: sqlite3.Connection) -> None:
     to WAL takes a lock that SQLite's busy timeout does not wait for."""
     for attempt in range(50):
         try:
-            _prepare(db)
+            schema.prepare(db)
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc).lower() or attempt == 49:
@@ -520,51 +517,9 @@ def _prepare_waiting(db: sqlite3.Connection) -> None:
             time.sleep(0.1)
 
 
-def _prepare(db: sqlite3.Connection) -> None:
-    """Make `db` a current index: create it when empty, recreate it when another format.
-    Raises sqlite3.DatabaseError when the file is not a database at all."""
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    if _current(db):
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if _current(db):  # another process made it while we waited for the lock
-            db.execute("COMMIT")
-            return
-        for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE 'CREATE VIRTUAL%'"
-        ).fetchall():
-            db.execute(f'DROP TABLE IF EXISTS "{name}"')
-        for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-        ).fetchall():
-            db.execute(f'DROP TABLE IF EXISTS "{name}"')
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
-def _current(db: sqlite3.Connection) -> bool:
-    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "meta" not in tables:
-        return False
-    row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-    if row is None or row[0] != FORMAT:
-        return False
-    # Reading the index proves the file whole enough to use (a damaged page raises here).
-    db.execute("SELECT count(*) FROM terms_vocab WHERE term = ''").fetchone()
-    return True
-
-
 def _create(db: sqlite3.Connection) -> sqlite3.Connection:
     db.isolation_level = None
-    _prepare(db)
+    schema.prepare(db)
     return db
 
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from gateway.config import Deployment
 from gateway.knowledge.passages import ITEM
-from gateway.model import Reply, Request, Source, TextSink
+from gateway.model import PageKind, Reply, Request, Source, TextSink
 from prompts import HANDOFF_MARKER, WORD_LIMIT, marker, not_covered
 
 MODEL = "local-bm25"
@@ -31,7 +31,9 @@ def best_passage(request: Request) -> Source | None:
     ranked = [s for s in request.sources if s.score is not None]
     if ranked:
         # The prompt's order groups passages by article: the best is the highest score.
-        return max(ranked, key=lambda s: s.score or 0.0)
+        # A navigation page (a book index, a table of contents) answers nothing.
+        answering = [s for s in ranked if s.kind is PageKind.ARTICLE]
+        return max(answering, key=lambda s: s.score or 0.0) if answering else None
     if not request.articles:
         return None
     from gateway.knowledge.index import MemoryIndex
@@ -39,7 +41,9 @@ def best_passage(request: Request) -> Source | None:
     from gateway.knowledge.rank import rank
 
     index = MemoryIndex(request.articles)
-    found = rank(Query.of_chat(request.question, request.turns), index)
+    found = [
+        r for r in rank(Query.of_chat(request.question, request.turns), index) if not r.navigation
+    ]
     if not found:
         return None
     top = found[0]

@@ -299,3 +299,16 @@ def test_letters_that_lowercase_to_two_characters_do_not_shift_passages() -> Non
     )
     answer = ask("When are invoices emailed?", [article])
     assert answer == "From \u201cOffices\u201d: Invoices are emailed monthly."
+
+
+def test_never_answers_from_a_navigation_page() -> None:
+    entries = "\n".join(f"- [Refund step {n}](refund-{n}.md)" for n in range(30))
+    site_map = Article("Site map", "sitemap.md", f"# Site map\n\n{entries}\n")
+    refunds = md("Refunds", "Write to billing within 30 days to get a refund of the charge.")
+    from gateway.knowledge.load import parse
+
+    parsed, _ = parse(site_map.path, site_map.text.encode())
+    assert parsed is not None
+    answer = ask("How do I get a refund of the charge?", [parsed, refunds])
+    assert "Refunds" in answer and "Site map" not in answer
+    assert hands_off(ask("Which refund step?", [parsed, refunds]))

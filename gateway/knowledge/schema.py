@@ -1,0 +1,95 @@
+"""The index file's format: its schema, the format it is at, and bringing a file of
+another format up to date (`gateway.knowledge.store` keeps the index in it).
+
+An index of a format in `_MIGRATES` is brought up to date in place, in one transaction:
+the user's index is kept (its files, passages and terms), and what the new format adds is
+filled in by the refresh that follows every opening. An index of any other format (or
+none: a new file) is made anew, and the refresh reads every file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+FORMAT = "4"  # 3: each file keeps its article's stated public url; 4: and its page kind
+# The formats an index is brought up to date from in place (`_migrate`); any other is
+# rebuilt.
+_MIGRATES = {"3"}
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE files(
+    id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INT, mtime_ns INT, inode INT,
+    problem TEXT, title TEXT, text TEXT, words INT, tokens INT, url TEXT, kind TEXT);
+CREATE TABLE passages(
+    id INTEGER PRIMARY KEY, file INT NOT NULL, number INT, heading TEXT, hstart INT,
+    hend INT, start INT, "end" INT, words INT, first INT, tokens INT);
+CREATE INDEX passages_file ON passages(file, number);
+CREATE VIRTUAL TABLE terms USING fts5(heading, body, tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, instance);
+CREATE VIRTUAL TABLE terms_rows USING fts5vocab(terms, row);
+CREATE VIRTUAL TABLE titles USING fts5(title, tokenize='unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE titles_vocab USING fts5vocab(titles, instance);
+CREATE VIRTUAL TABLE titles_rows USING fts5vocab(titles, row);
+"""
+
+
+def prepare(db: sqlite3.Connection) -> None:
+    """Make `db` a current index: create it when empty, bring it up to date in place from a
+    format of `_MIGRATES`, recreate it from any other.
+    Raises sqlite3.DatabaseError when the file is not a database at all."""
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    if _current(db):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if _current(db):  # another process made it while we waited for the lock
+            db.execute("COMMIT")
+            return
+        if _format(db) in _MIGRATES:
+            _migrate(db)
+            db.execute("COMMIT")
+            return
+        for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE 'CREATE VIRTUAL%'"
+        ).fetchall():
+            db.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        ).fetchall():
+            db.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _format(db: sqlite3.Connection) -> str | None:
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "meta" not in tables:
+        return None
+    row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a format-3 index to this format in place, inside the caller's transaction.
+    A page's kind is read from its markup, which the index does not keep: every file is
+    marked unsettled (as one changed while it was read), so the refresh that follows
+    every opening reads it again; until then it ranks as an article, as before."""
+    db.execute("ALTER TABLE files ADD COLUMN kind TEXT")
+    db.execute("UPDATE files SET mtime_ns = -1")
+    db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (FORMAT,))
+
+
+def _current(db: sqlite3.Connection) -> bool:
+    if _format(db) != FORMAT:
+        return False
+    # Reading the index proves the file whole enough to use (a damaged page raises here).
+    db.execute("SELECT count(*) FROM terms_vocab WHERE term = ''").fetchone()
+    return True
