@@ -172,7 +172,9 @@ def _answer(opts: BatchOptions, session: Session) -> int:
 
         warn_fallback_rate(log, config, diag, now=time.time())
     if got:
-        return ExitCode(128 + got[0])  # as a shell reports the signal (cli.runtime.signals)
+        from cli.runtime.signals import exit_code_for_signal
+
+        return exit_code_for_signal(got[0])
     if progress.done == 0 and not progress.total:
         diag.error(
             "the input holds no questions",
@@ -250,7 +252,7 @@ _STOP_SIGNALS = tuple(
 def _signals(runner: BatchRunner) -> Iterator[list[int]]:
     """The first Ctrl-C / SIGTERM / SIGHUP stops taking questions; the second stops
     waiting for those in flight. Yields the signals received (the first decides the exit
-    code, as a shell reports it: 128 + its number)."""
+    code, as a shell reports it: cli.runtime.signals)."""
     got: list[int] = []
 
     def handler(signum: int, frame: object) -> None:

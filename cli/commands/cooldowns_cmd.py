@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.runtime.common import CONFIG_HELP, STATE_HELP, local_time
+from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from gateway.units import countdown
 
@@ -69,10 +70,10 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
     if as_json:
         out = [_as_json(c, state, now) for c, state in rows]
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-        return 0
+        return ExitCode.OK
     if not rows:
         sys.stdout.write(f"no deployment is cooling down (state: {path})\n")
-        return 0
+        return ExitCode.OK
     from rich.table import Table
 
     from cli.terminal.output import stdout_console
@@ -103,7 +104,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         # stays whole on its line, as wide as its cells, instead of words broken at 80.
         console.width = _UNBOUNDED
     console.print(table)
-    return 0
+    return ExitCode.OK
 
 
 _UNBOUNDED = 10_000  # columns: wider than any row; an unexpanded table is as wide as its cells
@@ -167,7 +168,6 @@ def _as_json(c: Cooldown, state: str, now: float) -> dict[str, object]:
 
 def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -> int:
     from cli.runtime import wiring
-    from cli.runtime.exitcodes import ExitCode
     from gateway.config.location import RedisURL
 
     store = wiring.open_store(path, warn=diag.warn, config=config)
@@ -196,7 +196,7 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
             )
         if name not in recorded:
             diag.notice(f"{name} was not cooling down")
-            return 0
+            return ExitCode.OK
     # A deployment's name clears its keys' cooldowns too: the user thinks in deployments.
     wanted = {
         c.name for c in entries if name is None or name in (c.name, c.deployment, _reset_name(c))
@@ -220,7 +220,7 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
         diag.notice(f"cleared {len(entries)} cooldown(s) in {path}")
     else:
         diag.notice(f"cleared the cooldown of {name}")
-    return 0
+    return ExitCode.OK
 
 
 def register(app: typer.Typer) -> None:
@@ -283,7 +283,7 @@ def register(app: typer.Typer) -> None:
 
         def show() -> int:
             sys.stdout.write(f"{_setup(config, state, diag)[1]}\n")
-            return 0
+            return ExitCode.OK
 
         guarded(diag, False, show)
 

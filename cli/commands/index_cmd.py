@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.runtime.common import CONFIG_HELP, local_time
+from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from gateway.units import countdown
 
@@ -47,7 +48,7 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
             f"{_names(paths)}: {len(found):,} files, {size / 1000:,.0f} KB: read directly on "
             "every question, no index needed\n"
         )
-        return 0
+        return ExitCode.OK
     started = time.monotonic()
     with IndexProgress(diag, summary=False) as progress:
         index = wiring.open_help_centre(
@@ -63,12 +64,11 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
         f"{read:,} files read in {time.monotonic() - started:.1f} s "
         f"({status.articles + status.skipped - read:,} unchanged); index {status.path}\n"
     )
-    return 0
+    return ExitCode.OK
 
 
 def _walk(paths: list[Path], config: Config) -> Walked:
     """The files under `paths`, less articles.exclude (the warnings are the build's to give)."""
-    from cli.runtime.exitcodes import ExitCode
     from gateway.knowledge.files import SetTooLarge, walk
 
     try:
@@ -116,7 +116,7 @@ def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int
                 f"not indexed yet: {len(files):,} files ({size / MB:,.1f} MB); the first "
                 f"question builds it, or run `support-ask index {_names(paths)}`\n"
             )
-        return 0
+        return ExitCode.OK
     with store.SqliteIndex.open(where, paths, warn=diag.warn) as index:
         facts = index.status(files)
     out.write(
@@ -134,7 +134,7 @@ def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int
         else f"stale: {stale:,} files changed, added or removed since (the next question "
         "re-reads only those)\n"
     )
-    return 0
+    return ExitCode.OK
 
 
 def clear(paths: list[Path], diag: Diag) -> int:
@@ -147,7 +147,7 @@ def clear(paths: list[Path], diag: Diag) -> int:
         sys.stdout.write(f"no index to remove for {what}\n")
     else:
         sys.stdout.write(f"removed the index of {what} ({len(removed)} files)\n")
-    return 0
+    return ExitCode.OK
 
 
 def register(app: typer.Typer) -> None:
@@ -180,7 +180,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Build or refresh the index of a help centre (DIR), ahead of the first question."""
         from cli.runtime import wiring
-        from cli.runtime.exitcodes import ExitCode
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 

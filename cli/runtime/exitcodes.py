@@ -1,15 +1,23 @@
 """The exit codes (the README's table; why they are these: docs/decisions.md#exit-codes),
-and the one mapping from a Result to its code."""
+and the one mapping from a Result to its code.
+
+Importing `ExitCode` costs nothing beyond the `enum` every start-up has loaded already
+(the Result's vocabulary is read on the first `exit_code_for`), so `--version` and the
+entry point name their codes too."""
 
 from __future__ import annotations
 
 from enum import IntEnum
+from functools import cache
+from typing import TYPE_CHECKING
 
-from gateway.model import Action, FailureKind, Result, Status
+if TYPE_CHECKING:
+    from gateway.model import FailureKind, Result, Status
 
 
 class ExitCode(IntEnum):
     ANSWERED = 0
+    OK = 0  # the same code, for a command that asks no question (index, cooldowns)
     INTERNAL = 1  # a bug: the traceback only with --debug
     USAGE = 2  # unknown flag, missing argument, mistyped command, no question
     REFUSED = 3  # the refusal itself is on stdout, as is
@@ -28,31 +36,38 @@ class ExitCode(IntEnum):
     TERMINATED = 143  # SIGTERM (`kill`, `timeout`, a supervisor): as a shell reports it
 
 
-# A failed question's kind says whether waiting would help (75) or the request is at
-# fault (65); anything else means every deployment was tried or skipped (69).
-_FAILURE_EXIT: dict[FailureKind, ExitCode] = {
-    FailureKind.UNAVAILABLE: ExitCode.TEMPFAIL,
-    FailureKind.EXHAUSTED: ExitCode.UNAVAILABLE,
-    FailureKind.INCOMPLETE: ExitCode.UNAVAILABLE,
-    # Which signal it was is the exception's to say (cli.runtime.signals); a Result alone
-    # says Ctrl-C.
-    FailureKind.INTERRUPTED: ExitCode.INTERRUPTED,
-    FailureKind.TOO_LARGE: ExitCode.DATAERR,
-    FailureKind.BAD_REQUEST: ExitCode.DATAERR,
-}
+@cache
+def _tables() -> tuple[dict[FailureKind, ExitCode], dict[Status, ExitCode]]:
+    from gateway.model import FailureKind, Status
 
-_STATUS_EXIT: dict[Status, ExitCode] = {
-    Status.ANSWERED: ExitCode.ANSWERED,
-    Status.REFUSED: ExitCode.REFUSED,
-    Status.FATAL: ExitCode.DATAERR,
-}
+    # A failed question's kind says whether waiting would help (75) or the request is at
+    # fault (65); anything else means every deployment was tried or skipped (69).
+    failure_exit = {
+        FailureKind.UNAVAILABLE: ExitCode.TEMPFAIL,
+        FailureKind.EXHAUSTED: ExitCode.UNAVAILABLE,
+        FailureKind.INCOMPLETE: ExitCode.UNAVAILABLE,
+        # Which signal it was is the exception's to say (cli.runtime.signals); a Result
+        # alone says Ctrl-C.
+        FailureKind.INTERRUPTED: ExitCode.INTERRUPTED,
+        FailureKind.TOO_LARGE: ExitCode.DATAERR,
+        FailureKind.BAD_REQUEST: ExitCode.DATAERR,
+    }
+    status_exit = {
+        Status.ANSWERED: ExitCode.ANSWERED,
+        Status.REFUSED: ExitCode.REFUSED,
+        Status.FATAL: ExitCode.DATAERR,
+    }
+    return failure_exit, status_exit
 
 
 def exit_code_for(result: Result) -> ExitCode:
+    from gateway.model import Action
+
+    failure_exit, status_exit = _tables()
     if result.action is Action.HANDOFF:
         return ExitCode.HANDOFF
-    if result.status in _STATUS_EXIT:
-        return _STATUS_EXIT[result.status]
+    if result.status in status_exit:
+        return status_exit[result.status]
     if result.error is None:
         return ExitCode.UNAVAILABLE
-    return _FAILURE_EXIT.get(result.error.kind, ExitCode.UNAVAILABLE)
+    return failure_exit.get(result.error.kind, ExitCode.UNAVAILABLE)

@@ -58,9 +58,13 @@ def stop_on_signals() -> None:
         signal.signal(signum, _stop)
 
 
-def exit_code_for_stop(exc: KeyboardInterrupt) -> ExitCode:
-    signum = exc.signum if isinstance(exc, StopSignal) else signal.SIGINT
+def exit_code_for_signal(signum: int) -> ExitCode:
+    """What a shell reports for a run that `signum` (SIGINT, SIGTERM, SIGHUP) stopped."""
     return _CODES.get(signal.Signals(signum), ExitCode.INTERRUPTED)
+
+
+def exit_code_for_stop(exc: KeyboardInterrupt) -> ExitCode:
+    return exit_code_for_signal(exc.signum if isinstance(exc, StopSignal) else signal.SIGINT)
 
 
 def stop_message(exc: KeyboardInterrupt) -> str:

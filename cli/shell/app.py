@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from cli.runtime.exitcodes import ExitCode
 from cli.runtime.guard import PROG, markup_mode, run_guarded, silence_stdout, version
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
             sys.stdout.flush()
         except BrokenPipeError:
             silence_stdout()
-            raise SystemExit(141) from None  # ExitCode.BROKEN_PIPE, without importing it
-        raise SystemExit(0)
+            raise SystemExit(ExitCode.BROKEN_PIPE) from None
+        raise SystemExit(ExitCode.OK)
     from cli.runtime.signals import stop_on_signals
 
     stop_on_signals()
@@ -63,7 +64,8 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
         if isinstance(done.code, int):
             raise SystemExit(exit_code_after(done.code)) from None
         raise
-    raise SystemExit(0)  # Typer exits itself in standalone mode; this is for the type checker
+    # Typer exits itself in standalone mode; this is for the type checker.
+    raise SystemExit(ExitCode.OK)
 
 
 def _routes_to_ask(args: Sequence[str]) -> bool:
@@ -88,7 +90,6 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
         code = command.main(args=args, prog_name=prog_name, standalone_mode=False)
     except click.exceptions.ClickException as exc:
         show_usage_error(exc, rich=markup_mode() is not None)
-        from cli.runtime.exitcodes import ExitCode
         from cli.runtime.failure import CommandFailure, write_failure_json
 
         if exc.exit_code == ExitCode.USAGE:
@@ -96,8 +97,8 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
             write_failure_json(CommandFailure(ExitCode.USAGE, exc.format_message(), fix))
         return exc.exit_code
     except typer.Abort:
-        return 130  # ExitCode.INTERRUPTED: end of input or Ctrl-C while Typer parsed
-    return code if isinstance(code, int) else 0
+        return ExitCode.INTERRUPTED  # end of input or Ctrl-C while Typer parsed
+    return code if isinstance(code, int) else ExitCode.OK
 
 
 def _fast_ask(opts: AskOptions) -> int:

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.runtime.exitcodes import ExitCode
 from cli.runtime.guard import PROG, guarded, markup_mode, version
 from cli.runtime.option_params import After, takes_ask_options
 from cli.runtime.options import AskOptions, Command
@@ -21,7 +22,7 @@ from cli.shell.group import AskByDefault
 def _version_callback(value: bool) -> None:
     if value:
         sys.stdout.write(f"{PROG} {version()}\n")
-        raise typer.Exit(0)
+        raise typer.Exit(ExitCode.OK)
 
 
 # Both the root and `ask` (the default command) take it, so it works wherever it is typed.
