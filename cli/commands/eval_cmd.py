@@ -20,7 +20,6 @@ from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
 from cli.runtime.option_params import ask_option
 from cli.runtime.options import AskOptions, Command
-from cli.runtime.session import Simulation, open_session
 from cli.terminal.output import stdout_console
 
 if TYPE_CHECKING:
@@ -47,6 +46,7 @@ def run_eval_command(
     skip_unconfigured: bool = False,
     max_article_tokens: str | None = None,
 ) -> int:
+    from cli.runtime.session import Simulation, open_session
     from gateway.observe.evaluate import QuestionsError, load_questions
 
     if fail and not simulate:

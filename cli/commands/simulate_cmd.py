@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.commands.outcome import check_restart, report_outcome
 from cli.runtime.common import CONFIG_HELP, STATE_HELP
 from cli.runtime.exitcodes import ExitCode, exit_code_for
 from cli.runtime.failure import CliError
@@ -69,6 +68,7 @@ def _summary_line(number: int, result: Result) -> str:
 
 
 def run_simulate(opts: SimOptions, diag: Diag) -> int:
+    from cli.commands.outcome import check_restart
     from cli.runtime.session import Simulation, open_session
 
     check_restart(opts.allow_restart, stream=opts.stream, json_lines=opts.json)
@@ -92,6 +92,7 @@ def run_simulate(opts: SimOptions, diag: Diag) -> int:
 
 
 def _simulate(opts: SimOptions, session: Session) -> int:
+    from cli.commands.outcome import report_outcome
     from cli.terminal.diag import is_tty
     from cli.terminal.output import StreamSink, write_json, write_text
     from cli.terminal.render import AttemptsDisplay

@@ -9,7 +9,6 @@ stops the run the same way and exits as a shell reports that signal (130, 143, 1
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -108,6 +107,7 @@ def failure_json(failure: CommandFailure, *, elapsed_s: float | None = None) -> 
 
 
 def write_failure_json(failure: CommandFailure, *, json_lines: bool = False) -> None:
+    import json
     import time
 
     from cli.runtime.started import process_start
