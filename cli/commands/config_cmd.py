@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.runtime.common import CONFIG_HELP, STATE_HELP, can_call
+from cli.runtime.sample import SAMPLE_PRODUCT
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -303,13 +304,18 @@ def _write_json(obj: dict[str, object]) -> None:
 STDOUT = Path("-")
 
 
-def init(target: Path | None, *, force: bool, diag: Diag) -> int:
-    """Write the commented sample config (the bundled default) where it will be found."""
+def init(target: Path | None, *, force: bool, diag: Diag, product: str | None = None) -> int:
+    """Write the commented sample config (the bundled default) where it will be found,
+    naming `product` (asked for on a terminal when not given; else the sample's)."""
     from cli.runtime.exitcodes import ExitCode
     from cli.runtime.failure import CliError
     from gateway.config import default_config_text, user_config_file
 
-    text = default_config_text()
+    if product is None and target != STDOUT and sys.stdin.isatty() and sys.stderr.isatty():
+        sys.stderr.write(f"Your product's name (answers name it) [{SAMPLE_PRODUCT}]: ")
+        sys.stderr.flush()
+        product = sys.stdin.readline().strip() or None
+    text = with_product(default_config_text(), product)
     if target == STDOUT:
         sys.stdout.write(text)
         return ExitCode.ANSWERED
@@ -336,10 +342,26 @@ def init(target: Path | None, *, force: bool, diag: Diag) -> int:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     diag.notice(f"wrote the sample config to {path}")
+    if product is None:
+        diag.notice(
+            f"its `product:` is the sample's, {SAMPLE_PRODUCT}: set it to your product's name"
+        )
     diag.notice(
         f"next: set the key variables it names, then `support-ask config check{_flag(path)}`"
     )
     return ExitCode.ANSWERED
+
+
+def with_product(text: str, product: str | None) -> str:
+    """The sample config's text with its `product:` line naming `product` (None: as is).
+    JSON's quoting is YAML's double-quoted string, so any name reads back as written."""
+    import json
+    import re
+
+    if product is None or not product.strip():
+        return text
+    named = f"product: {json.dumps(product.strip(), ensure_ascii=False)}"
+    return re.sub(r"^product: .*$", lambda _: named, text, count=1, flags=re.MULTILINE)
 
 
 def _flag(path: Path) -> str:
@@ -388,12 +410,22 @@ def register(app: typer.Typer) -> None:
         force: Annotated[
             bool, typer.Option("--force", help="Replace the file if it exists.")
         ] = False,
+        product: Annotated[
+            str | None,
+            typer.Option(
+                "--product",
+                help="Your product's name, written as `product:` (asked for on a terminal "
+                "when not given).",
+                metavar="NAME",
+                show_default=False,
+            ),
+        ] = None,
     ) -> None:
         """Write the commented sample config (every key explained) to start from."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 
         diag = Diag()
-        guarded(diag, False, lambda: init(path, force=force, diag=diag))
+        guarded(diag, False, lambda: init(path, force=force, diag=diag, product=product))
 
     app.add_typer(group)

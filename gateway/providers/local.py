@@ -1,66 +1,144 @@
 """The offline deployment: answers from the help centre itself, with no network and no key.
 
-It answers with the best passage (`gateway.knowledge.rank`, the same ranker that chooses
-the prompt's passages) as plain text, trimmed to the prompt's word limit, naming its
-article and citing it with its marker (`[n]`, its place among the sources sent) as the
-prompt asks a model to. When the passages were chosen by rank already, it takes the best
-of those without ranking again; otherwise it ranks the articles it was given. When the
-best passage does not cover the question well enough (its coverage, the share of the
-question's weight it holds, is not MORE than half), it hands off as the prompt says: the
-handoff marker with its reason, then the "not covered" sentence. A question of stopwords
-only is not covered.
+It answers with sentences of the best passages (`gateway.knowledge.extract`, over the
+passages the one ranker chose for the prompt), in plain text within the prompt's word
+limit, naming their article and citing each passage used with its marker (`[n]`, its
+place among the sources sent) as the prompt asks a model to. When the passages were
+chosen by rank already, it reads those without ranking again; otherwise it ranks the
+articles it was given. A navigation page (a book index, a table of contents) is never
+answered from. When the help centre does not cover the question (`relevance`: its best
+answering passage below the default relevance floor), it hands off as the prompt says:
+the handoff marker with its reason, then the "not covered" sentence. A question of
+stopwords only is not covered.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from gateway.config import Deployment
-from gateway.knowledge.passages import ITEM
 from gateway.model import PageKind, Reply, Request, Source, TextSink
 from prompts import HANDOFF_MARKER, WORD_LIMIT, marker, not_covered
 
+if TYPE_CHECKING:
+    from gateway.knowledge.extract import Unit
+
 MODEL = "local-bm25"
-MIN_COVERAGE = 0.5  # answer only when the best passage holds MORE than half the weight
 NOT_COVERED_REASON = "no article covers this question"
+PASSAGES = 3  # of a whole article sent unranked, its best passages are read
+
+
+def answering(request: Request) -> list[Source]:
+    """The passages to answer from: the prompt's passages of the article of its best
+    answering passage (the ranker's score), in the article's order; empty: none."""
+    ranked = [s for s in request.sources if s.score is not None]
+    if not ranked:
+        return _ranked_here(request)
+    usable = [s for s in ranked if s.kind is PageKind.ARTICLE]
+    if not usable:
+        return []
+    best = max(usable, key=lambda s: s.score or 0.0)  # ties: the earlier in the prompt
+    return sorted((s for s in usable if s.article == best.article), key=lambda s: s.number or 0)
 
 
 def best_passage(request: Request) -> Source | None:
-    """The passage to answer from, with its score and coverage; None if none matches."""
-    ranked = [s for s in request.sources if s.score is not None]
-    if ranked:
-        # The prompt's order groups passages by article: the best is the highest score.
-        # A navigation page (a book index, a table of contents) answers nothing.
-        answering = [s for s in ranked if s.kind is PageKind.ARTICLE]
-        return max(answering, key=lambda s: s.score or 0.0) if answering else None
+    """The best passage to answer from, with its score and coverage; None if none."""
+    found = answering(request)
+    return max(found, key=lambda s: s.score or 0.0) if found else None
+
+
+def _ranked_here(request: Request) -> list[Source]:
     if not request.articles:
-        return None
+        return []
     from gateway.knowledge.index import MemoryIndex
     from gateway.knowledge.query import Query
     from gateway.knowledge.rank import rank
 
     index = MemoryIndex(request.articles)
-    found = [
-        r for r in rank(Query.of_chat(request.question, request.turns), index) if not r.navigation
-    ]
+    query = Query.of_chat(request.question, request.turns)
+    found = [r for r in rank(query, index) if not r.navigation]
     if not found:
-        return None
-    top = found[0]
-    return replace(index.fetch([top.key])[0], score=top.score, coverage=top.coverage)
+        return []
+    top = [r for r in found if r.key[0] == found[0].key[0]][:PASSAGES]
+    fetched = index.fetch([r.key for r in top])
+    pairs = zip(fetched, top, strict=True)
+    scored = [replace(s, score=r.score, coverage=r.coverage) for s, r in pairs]
+    return sorted(scored, key=lambda s: s.number or 0)
+
+
+def _covered(request: Request, found: list[Source]) -> bool:
+    """Whether the help centre covers the question, by the one rule every answering path
+    asks (`relevance.uncovered`, at the default floor): over the prompt's passages as the
+    selection scored them, or those ranked here, which carry the same coverage."""
+    from gateway.knowledge.query import Query
+    from gateway.knowledge.relevance import uncovered
+
+    if not found:
+        return False
+    query = Query.of_chat(request.question, request.turns)
+    scored = any(s.score is not None for s in request.sources)
+    return uncovered(query, request.sources if scored else found, None) is None
 
 
 def answer(request: Request, words: int = WORD_LIMIT) -> str:
-    """The offline answer within `words` words: the best passage, citing it, or the
-    handoff."""
-    match = best_passage(request)
-    if match is None or (match.coverage or 0.0) <= MIN_COVERAGE:
+    """The offline answer within `words` words: sentences of the best passages, citing
+    them, or the handoff."""
+    found = answering(request)
+    if not _covered(request, found):
         return f"{HANDOFF_MARKER} {NOT_COVERED_REASON}\n{not_covered(request.product)}"
-    prefix = f"From \u201c{match.title}\u201d:"
-    number = _number(request, match)
-    cite = "" if number is None else f" {marker(number)}"
-    room = words - len(prefix.split()) - len(cite.split())
-    return f"{prefix} {trim(plain(match.text), room)}{cite}"
+    from gateway.knowledge.extract import choose, plain, units
+
+    prefix = f"From \u201c{found[0].title}\u201d:"
+    every = units([s.text for s in found])
+    weights = _weights(request)
+    room = words - len(prefix.split()) - len(found)  # a marker a passage, at most
+    best = max(range(len(found)), key=lambda i: found[i].score or 0.0)
+    chosen = choose(every, weights, room, [s.heading for s in found], best)
+    numbers = {_number(request, found[u.passage]) for u in chosen}
+    cite = " ".join(marker(n) for n in sorted(n for n in numbers if n is not None))
+    if not chosen:  # not one sentence fits: the best passage's first words
+        number = _number(request, found[best])
+        cite = "" if number is None else f" {marker(number)}"
+        room = words - len(prefix.split()) - len(cite.split())
+        return f"{prefix} {trim(plain(found[best].text), room)}{cite}"
+    return _layout(prefix, chosen, cite)
+
+
+def _weights(request: Request) -> dict[str, float]:
+    """The question's terms, each weighing its idf among the passages sent: the ranker's
+    weights (`rank`) as far as the request can tell them, so that "refund" outweighs
+    "plan" in a help centre about plans."""
+    import math
+
+    from gateway.knowledge.query import Query
+    from gateway.knowledge.terms import terms
+
+    emphasis = Query.of_chat(request.question, request.turns).weights()
+    texts = [f"{s.heading}\n{s.text}" for s in request.sources] or [
+        a.text for a in request.articles
+    ]
+    held = [set(terms(t)) & emphasis.keys() for t in texts]
+    n = len(held)
+    df = {t: sum(t in h for h in held) for t in emphasis}
+    return {t: w * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t, w in emphasis.items()}
+
+
+def _layout(prefix: str, chosen: Sequence[Unit], cite: str) -> str:
+    """The prefix, the prose on one line, each code block on its own lines as written;
+    the markers after the last sentence (never inside code), else after the prefix."""
+    last_prose = max((i for i, u in enumerate(chosen) if not u.code), default=-1)
+    head = f"{prefix} {cite}" if last_prose < 0 and cite else prefix
+    out = [head]
+    for i, unit in enumerate(chosen):
+        if unit.code:
+            out.append(f"\n{unit.text}\n")
+            continue
+        text = f"{unit.text} {cite}" if cite and i == last_prose else unit.text
+        out.append(text if out[-1].endswith("\n") else f" {text}")
+    return "".join(out).rstrip("\n")
 
 
 def _number(request: Request, match: Source) -> int | None:
@@ -69,48 +147,6 @@ def _number(request: Request, match: Source) -> int | None:
         if source.article == match.article and source.number in (match.number, None):
             return number
     return None
-
-
-_LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\s]*)[^)]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1|(?<![\w*])\*(?!\s)([^*\n]+?)\*(?![\w*])")
-_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
-
-
-def plain(body: str) -> str:
-    """Markdown reduced to plain sentences on one line: the prompt allows no markdown.
-
-    Each paragraph, list item and table row becomes one sentence; a line that merely
-    continues a wrapped paragraph or item joins the one before.
-    """
-    items: list[list[str]] = []
-    for paragraph in body.split("\n\n"):
-        starting = True
-        for raw in paragraph.split("\n"):
-            if _TABLE_RULE.match(raw):
-                continue
-            if starting or ITEM.match(raw) or raw.lstrip().startswith("|"):
-                items.append([])
-                starting = False
-            items[-1].append(ITEM.sub("", raw))
-    sentences: list[str] = []
-    for item in items:
-        line = _LINK.sub(_link_text, " ".join(item))
-        line = _EMPHASIS.sub(lambda m: m.group(2) or m.group(3), line)
-        line = _TAG.sub("", line).replace("`", "")
-        line = " ".join(line.replace("|", " ").split())
-        if line:
-            sentences.append(line if line[-1] in ".!?:;," else line + ".")
-    return " ".join(sentences)
-
-
-def _link_text(match: re.Match[str]) -> str:
-    text, target = match.group(1), match.group(2)
-    if match.group(0).startswith("!"):
-        return text
-    if target.startswith(("http://", "https://")) and target not in text:
-        return f"{text} ({target})"
-    return text
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -530,3 +530,16 @@ def test_help_lists_every_command(home: Path) -> None:
     assert out.exit_code == 0
     for command in ("ask", "simulate", "cooldowns", "config"):
         assert command in out.stdout
+
+
+def test_config_init_names_the_product_given_and_it_reads_back(home: Path) -> None:
+    target = home / "mine.yaml"
+    out = run(["config", "init", str(target), "--product", 'Zed: "the" DB'])
+    assert out.exit_code == 0, out.stderr
+    assert "sample's" not in out.stderr
+    assert 'product: "Zed: \\"the\\" DB"' in target.read_text()
+    checked = run(["config", "check", "--config", str(target), "--json"])
+    assert json.loads(checked.stdout)["product"] == 'Zed: "the" DB'
+    plain = home / "plain.yaml"
+    out = run(["config", "init", str(plain)])
+    assert "its `product:` is the sample's, Acme Cloud" in out.stderr

@@ -108,7 +108,8 @@ def test_the_offline_deployment_answers_from_the_best_passage_sent(centre: Path)
     local = LocalProvider(Deployment("local", ProviderKind.LOCAL, 10**6))
     answer = local.complete(request, timeout=5).text
     cited = next(n for n, s in enumerate(request.sources, 1) if NEEDLE in s.text)
-    assert answer == f"From \u201cRefunds for annual plans\u201d: {NEEDLE} [{cited}]"
+    assert answer.startswith("From \u201cRefunds for annual plans\u201d: ")
+    assert f"{NEEDLE} " in answer and f"[{cited}]" in answer
     index.close()
 
 
