@@ -1143,9 +1143,9 @@ def test_a_tagged_local_answer_keeps_to_the_prompts_rules() -> None:
         assert rule_breaks(tagged) == ()
     question = "How do I export my data?"
     untagged = local.answer(Request("", question, 400, KB, "Acme Cloud"))
-    assert len(untagged.split()) == WORD_LIMIT, "the offline answer alone fills the limit"
-    assert len(f"[primary] {answer(question)}".split()) == WORD_LIMIT
-    assert answer(question).endswith(" [3]"), "trimmed to the limit, the citation kept"
+    assert len(untagged.split()) <= WORD_LIMIT
+    assert len(f"[primary] {answer(question)}".split()) <= WORD_LIMIT
+    assert answer(question).endswith(" [3]"), "within the limit, the citation kept"
 
 
 def _answering_sim(*specs: str) -> Sim:
