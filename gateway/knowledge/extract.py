@@ -142,10 +142,11 @@ def choose(
     """The units that answer, in order, `room` words at most together.
 
     The best unit of passage `first` (its choice of section is kept), then the best
-    units of any passage (`evidence`), up to `MOST_UNITS`. An item of a list brings its
-    whole list (a procedure's steps), a sentence ending in a colon the list or code it
-    announces, when they fit. When no unit holds a word of the question (they are in the
-    title or the heading), the first units that fit: what the section says first."""
+    units of any passage (`evidence`), up to `MOST_UNITS`; never a code block alone. An
+    item of a list brings its whole list (a procedure's steps), a sentence ending in a
+    colon the list or code it announces, when they fit. When no unit holds a word of the
+    question (they are in the title or the heading), the first units that fit: what the
+    section says first."""
     scores, owns = evidence(found, weights, headings)
     best = max(scores, default=0.0)
     if best <= 0:
@@ -165,7 +166,8 @@ def choose(
     for i in ranked:
         if picks >= MOST_UNITS or (picks and scores[i] < LEAST_SHARE * best):
             break
-        if i in chosen or found[i].words > left:
+        # Code answers only as what a sentence announces: alone it explains nothing.
+        if i in chosen or found[i].code or found[i].words > left:
             continue
         picks += 1
         group = _group(found, i)

@@ -95,3 +95,9 @@ def test_the_offline_answer_puts_the_command_on_its_own_lines_and_cites_outside_
     assert "[1]" in answer and "dumpfile [1]" not in answer
     assert count_words(answer) <= WORD_LIMIT
     assert rule_breaks(answer) == ()
+
+
+def test_code_never_answers_alone() -> None:
+    text = "Tables hold rows.\n\n```\nCREATE INDEX i ON t (c);\n```"
+    chosen = choose(units([text]), weights("creat", "index", "tabl"), WORD_LIMIT)
+    assert [u.text for u in chosen] == ["Tables hold rows."]

@@ -223,7 +223,6 @@ def test_markdown_becomes_plain_text() -> None:
     assert "key guide (https://example.com/keys)" in answer
     assert "settings page:" in answer
     assert "Open Settings and pick API keys. Click Rotate. Store it safely." in answer
-    assert "acme keys rotate" in answer
     for mark in ("**", "`", "[", "<b>", "|", "##", "1.", "- "):
         assert mark not in answer
 
