@@ -51,12 +51,14 @@ def countdown(value: float) -> str:
 
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+# Compiled on first use (re keeps it): every answer imports this module for its stats line,
+# and only `stats --since` parses a window.
+_WINDOW = r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$"
 
 
 def parse_window(text: str) -> float:
     """`90m`, `24h`, `7d` (also `s`, `w`) as seconds; ValueError says what is accepted."""
-    match = _WINDOW.match(text)
+    match = re.match(_WINDOW, text, re.IGNORECASE)
     if match is None or float(match.group(1)) <= 0:
         raise ValueError(
             f"{text!r} is not a time window: use a number and a unit, like 90m, 24h or 7d"
