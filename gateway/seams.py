@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.model import Cooldown, CooldownBasis, ErrorKind, Reply, Request, TextSink
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
+    from gateway.limits.records import Claim, Grant, Use
     from gateway.secrets.key import Secret
     from gateway.state.records import Snapshot
 
@@ -130,4 +131,43 @@ class StateStore(Protocol):
 
     def entries(self) -> list[Cooldown]:
         """Every record, ended or not, for `support-ask cooldowns`."""
+        ...
+
+
+class Allowance(Protocol):
+    """The fleet's shared allowances: rate and token limits, calls at once, and the retry
+    budget, drawn from by every process that uses them (`gateway.limits`).
+
+    Waits are seconds from the draw; `now` is the caller's wall clock, which an allowance
+    on a server ignores for its own. No allowance raises for its own trouble: it reports
+    it and keeps to this process's share of each limit.
+    """
+
+    def draw(
+        self,
+        claims: Sequence[Claim],
+        *,
+        now: float,
+        most_wait: float,
+        hold: float,
+        count: str | None = None,
+    ) -> Grant:
+        """A place for one call in every allowance of `claims`, at most `most_wait` seconds
+        ahead (refused, taking nothing, when it would be later). Calls-at-once slots are
+        held until settled, or `hold` seconds after the place. `count`: the retry budget
+        this call counts a first call toward."""
+        ...
+
+    def settle(self, grant: Grant, *, used: int | None, now: float) -> None:
+        """The call ended: `used` (the provider's reported tokens, None: not reported)
+        replaces what was reserved, and its slots are released."""
+        ...
+
+    def retry(self, name: str, *, share: float, now: float) -> bool:
+        """Take one retry from `name`'s budget; False when the fleet's retries would pass
+        `share` of its recent first calls."""
+        ...
+
+    def usage(self, claims: Sequence[Claim], now: float) -> list[Use]:
+        """Each allowance's use now, for `support-ask cooldowns`."""
         ...

@@ -1,12 +1,12 @@
 """The YAML configuration, loaded into frozen dataclasses and validated with file:line errors.
 
-    model     the records (Config, Deployment, Policy, Price, LogSettings,
+    model     the records (Config, Deployment, Policy, Price, Limits, LogSettings,
               ArticleSettings, AnswerSettings) and ConfigError
     find      which config file to use, and where the cooldown state lives
     load      a file or the bundled default -> Config, through the cache
     cache     validated configs kept in the user cache dir, keyed by file and code
     validate  YAML text -> Config, every error naming file:line and key, read by
-              walk (the YAML nodes and their lines), sections and deployments
+              walk (the YAML nodes and their lines), sections, deployments and limits
 
 Every engine run imports the records; the rest is the CLI's, imported on first use, and
 `validate` (with yaml) only when a config changed since it was cached.
@@ -25,6 +25,7 @@ from gateway.config.model import (
     ConfigError,
     Deployment,
     KeyStrategy,
+    Limits,
     LogSettings,
     Policy,
     Price,
@@ -56,6 +57,7 @@ __all__ = [
     "ConfigError",
     "Deployment",
     "KeyStrategy",
+    "Limits",
     "LogSettings",
     "Policy",
     "Price",
@@ -93,6 +95,7 @@ _LAZY = {
     "_ARTICLES_KEYS": "sections",
     "_PRIVACY_KEYS": "sections",
     "_ANSWERS_KEYS": "sections",
+    "_LIMITS_KEYS": "limits.LIMITS_KEYS",
 }
 
 if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name stays an error

@@ -10,6 +10,7 @@ from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING
 
+from gateway.config.limits import read_limits
 from gateway.config.model import OFFLINE_WINDOW, Deployment, KeyStrategy, Policy, Price
 from gateway.config.sections import POLICY_KEYS, read_policy
 from gateway.config.walk import Walk
@@ -33,6 +34,7 @@ _DEPLOYMENT_KEYS = (
     "headers",
     "policy",
     "price",
+    "limits",
 )
 _PRICE_KEYS = tuple(f.name for f in fields(Price))
 
@@ -149,6 +151,7 @@ def read_deployment(
     no_headers: tuple[tuple[str, str], ...] = ()
     headers = w.gather(no_headers, lambda: _headers(w, get("headers"), f"{path}.headers"))
     price = w.gather(None, lambda: _price(w, get("price"), f"{path}.price"))
+    limits = w.gather(None, lambda: read_limits(w, get("limits"), f"{path}.limits"))
     own_policy = policy
     policy_node = get("policy")
     if policy_node is not None and not w.is_null(policy_node):
@@ -176,6 +179,7 @@ def read_deployment(
         api_version=api_version,
         headers=headers,
         price=price,
+        limits=limits,
     )
 
 

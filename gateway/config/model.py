@@ -47,6 +47,32 @@ class Policy:
     # attempt is abandoned for the next deployment; never applied to the last one left.
     first_token_timeout: float = 10.0
     stall_timeout: float = 5.0  # the longest silence between two chunks of a flowing reply
+    # Retries in place, as a share of the fleet's recent first calls to a deployment
+    # (shared through the state store like the limits); past it a retryable failure fails
+    # over at once, so a partial outage does not multiply the load on the provider.
+    retry_budget: float = 0.1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A shared allowance (`limits:` of a deployment or a key): requests and tokens a
+    minute, and calls at once (None: no limit of that kind), drawn from by every process
+    that uses it through the state store. `fleet_size`: how many processes share it, so
+    one that cannot reach the shared store keeps to its share alone."""
+
+    rpm: int | None = None
+    tpm: int | None = None
+    concurrent: int | None = None
+    fleet_size: int = 1
+
+    def share(self) -> Limits:
+        """What one process of `fleet_size` may take on its own."""
+        n = self.fleet_size
+
+        def part(value: int | None) -> int | None:
+            return None if value is None else max(1, value // n)
+
+        return Limits(part(self.rpm), part(self.tpm), part(self.concurrent), 1)
 
 
 class KeyStrategy(StrEnum):
@@ -89,6 +115,7 @@ class Deployment:
     api_version: str | None = None  # azure only
     headers: tuple[tuple[str, str], ...] = ()  # extra request headers (openai-compatible)
     price: Price | None = None  # None: what its calls cost is not known
+    limits: Limits | None = None  # the deployment's own allowance, whichever key it uses
 
     @property
     def key_variables(self) -> tuple[str, ...]:
@@ -197,6 +224,9 @@ class Config:
     articles: ArticleSettings = field(default_factory=ArticleSettings)
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
     answers: AnswerSettings = field(default_factory=AnswerSettings)
+    # Each key's allowance (`keys: {VARIABLE: {limits: ...}}`), shared by every deployment
+    # that names the variable: a provider counts its limits per key (per organisation).
+    key_limits: tuple[tuple[str, Limits], ...] = ()
 
     def all_deployments(self) -> tuple[Deployment, ...]:
         extra = () if self.long_context is None else (self.long_context,)

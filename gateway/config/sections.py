@@ -44,6 +44,7 @@ def read_policy(w: Walk, node: Node, path: str, base: Policy) -> Policy:
     """`base` with the fields given here replaced, then checked as a whole."""
     entries = w.mapping(node, path, POLICY_KEYS, where=" in a policy")
     retries = base.retries
+    retry_budget = base.retry_budget
     times = {
         "backoff_base": base.backoff_base,
         "backoff_max": base.backoff_max,
@@ -57,7 +58,14 @@ def read_policy(w: Walk, node: Node, path: str, base: Policy) -> Policy:
     }
     for key, (_, value) in entries.items():
         key_path = join(path, key)
-        if key == "retries":
+        if key == "retry_budget":
+            budget = w.gather(base.retry_budget, partial(w.number, value, key_path, minimum=0.0))
+            if budget > 1:
+                w.note(
+                    value, key_path, f"a share of requests from 0 to 1 (0.1: 10 %), got {budget:g}"
+                )
+            retry_budget = budget
+        elif key == "retries":
             retries = w.gather(
                 retries,
                 partial(w.integer, value, key_path, minimum=0, maximum=MAX_RETRIES),
@@ -68,7 +76,7 @@ def read_policy(w: Walk, node: Node, path: str, base: Policy) -> Policy:
                 times[key],
                 partial(w.number, value, key_path, minimum=0.0, above=not zero_ok),
             )
-    merged = Policy(retries=retries, **times)
+    merged = Policy(retries=retries, retry_budget=retry_budget, **times)
     if merged.backoff_max < merged.backoff_base:
         key = "backoff_max" if "backoff_max" in entries else "backoff_base"
         at = entries[key][1] if key in entries else node

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway.config.deployments import read_deployment, read_deployments
+from gateway.config.limits import read_keys
 from gateway.config.model import (
     AnswerSettings,
     ArticleSettings,
     Config,
     ConfigError,
     Deployment,
+    Limits,
     LogSettings,
     Policy,
     PrivacySettings,
@@ -53,6 +55,7 @@ _TOP_KEYS = (
     "articles",
     "privacy",
     "answers",
+    "keys",
 )
 
 
@@ -154,9 +157,27 @@ def read_config(w: Walk, root: Node) -> Config:
     if "answers" in top and not w.is_null(top["answers"][1]):
         answers = read_answers(w, top["answers"][1])
 
+    key_limits: tuple[tuple[str, Limits], ...] = ()
+    if "keys" in top and not w.is_null(top["keys"][1]):
+        key_limits = w.gather(key_limits, partial(read_keys, w, top["keys"][1]))
+        named = {
+            v
+            for d in (*deployments, *([long_context] if long_context else []))
+            for v in d.key_variables
+        }
+        for variable, _ in key_limits:
+            if variable not in named:
+                w.note(
+                    top["keys"][1],
+                    f"keys.{variable}",
+                    f"no deployment names {variable} in api_key_env; name it there, or remove "
+                    "this entry",
+                )
+
     if w.problems:
         raise ConfigError.several(w.problems)
     return Config(
+        key_limits=key_limits,
         articles=articles,
         answers=answers,
         product=product,

@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "gateway.answers",
     ),
     # the parts the engine is built against
-    ("gateway.state", "gateway.knowledge", "gateway.providers"),
+    ("gateway.state", "gateway.limits", "gateway.knowledge", "gateway.providers"),
     ("gateway.engine",),
     # what runs the engine: backlogs, fault injection, what happened afterwards
     ("gateway.batch", "gateway.simulate", "gateway.observe"),

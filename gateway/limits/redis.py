@@ -1,0 +1,308 @@
+"""Allowances in Redis: every process on every machine that names the server draws from
+one ledger, on the server's clock (`TIME` inside the script: machines whose clocks
+disagree still book the same seconds).
+
+Keys, under `state.prefix`:
+
+    <prefix>:limit:<name>    a hash: `r` and `t`, when the request and token buckets are
+                             next empty (epoch s); expires once both are
+    <prefix>:held:<name>     a sorted set: the calls in flight, each ticket scored with
+                             the time its slot frees itself
+    <prefix>:retries:<name>  a hash: a deployment's recent first calls and retries, and
+                             when they were counted (the retry budget)
+
+A draw is one round trip: one script (`DRAW`, registered once and called by its SHA
+through redis-py's Script object, which loads it again only if the server lost it) judges
+every allowance the call needs and takes its place in all of them or in none. The
+arithmetic is `gateway.limits.rules`', line for line.
+
+A Redis that is down costs one warning: the process then keeps to its own share of each
+limit (`limits.fleet_size`) in memory for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gateway.config.location import RedisURL
+from gateway.limits import rules
+from gateway.limits.memory import MemoryAllowance
+from gateway.limits.records import Claim, Grant, Use
+from gateway.state.redis import DEFAULT_PREFIX, DEFAULT_TIMEOUT, _reason, _trouble
+
+Warn = Callable[[str], None]
+
+_CLOCK = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+"""
+
+# KEYS: per claim its limit hash and held set; then the tally hash, if the draw counts a
+# first call. ARGV: most_wait, ticket, hold, n, burst, poll, then per claim rpm, tpm,
+# concurrent (0: no such limit) and tokens; then the retry window. Returns {granted,
+# wait, the blocking claim's number and limit}.
+DRAW = (
+    _CLOCK
+    + """
+local most, ticket, hold, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local burst, poll = tonumber(ARGV[5]), tonumber(ARGV[6])
+local wait, blocking, full = 0, '', false
+local function gcra_wait(at, rate, cost)
+  local interval = 60 / rate
+  local tolerance = math.max(interval, burst)
+  local start = math.max(at, now)
+  return math.max(0, start + math.min(cost * interval, tolerance) - tolerance - now)
+end
+local seen = {}
+for i = 1, n do
+  local a = 6 + (i - 1) * 4
+  local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local conc, tokens = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local v = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't')
+  local r, t = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+  seen[i] = {r, t, rpm, tpm, conc, tokens}
+  if rpm > 0 then
+    local w = gcra_wait(r, rpm, 1)
+    if w > wait then wait, blocking = w, i .. ' rpm' end
+  end
+  if tpm > 0 then
+    local w = gcra_wait(t, tpm, tokens)
+    if w > wait then wait, blocking = w, i .. ' tpm' end
+  end
+  if conc > 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2 * i], '-inf', now)
+    if redis.call('ZCARD', KEYS[2 * i]) >= conc then
+      local first = redis.call('ZRANGE', KEYS[2 * i], 0, 0, 'WITHSCORES')
+      local freed = math.max(0, tonumber(first[2]) - now)
+      full, wait, blocking = true, math.max(wait, math.min(freed, poll)), i .. ' concurrent'
+    end
+  end
+end
+if full or wait > most then return {0, string.format('%.17g', wait), blocking} end
+for i = 1, n do
+  local r, t, rpm, tpm, conc, tokens = unpack(seen[i])
+  if rpm > 0 then r = math.max(r, now) + 60 / rpm end
+  if tpm > 0 then t = math.max(t, now) + tokens * 60 / tpm end
+  if rpm > 0 or tpm > 0 then
+    redis.call('HSET', KEYS[2 * i - 1], 'r', string.format('%.17g', r), 't',
+      string.format('%.17g', t))
+    redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil((math.max(r, t) - now + 60) * 1000))
+  end
+  if conc > 0 then
+    redis.call('ZADD', KEYS[2 * i], now + wait + hold, ticket)
+    redis.call('PEXPIRE', KEYS[2 * i], math.ceil((wait + hold) * 1000) + 1000)
+  end
+end
+if #KEYS > 2 * n then
+  local window = tonumber(ARGV[7 + n * 4])
+  local v = redis.call('HMGET', KEYS[#KEYS], 'requests', 'retries', 'at')
+  local f = math.exp(-math.max(0, now - (tonumber(v[3]) or now)) / window)
+  redis.call('HSET', KEYS[#KEYS], 'requests', string.format('%.17g', (tonumber(v[1]) or 0) * f + 1),
+    'retries', string.format('%.17g', (tonumber(v[2]) or 0) * f), 'at', string.format('%.17g', now))
+  redis.call('PEXPIRE', KEYS[#KEYS], math.ceil(window * 10000))
+end
+return {1, string.format('%.17g', wait), blocking}
+"""
+)
+
+# KEYS: per claim its limit hash and held set. ARGV: ticket, n, then per claim tpm (0:
+# none) and the tokens to give back (negative: taken beyond the reservation).
+SETTLE = """
+local ticket, n = ARGV[1], tonumber(ARGV[2])
+for i = 1, n do
+  local tpm, back = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  if tpm > 0 and back ~= 0 and redis.call('EXISTS', KEYS[2 * i - 1]) == 1 then
+    redis.call('HINCRBYFLOAT', KEYS[2 * i - 1], 't', string.format('%.17g', -back * 60 / tpm))
+  end
+  redis.call('ZREM', KEYS[2 * i], ticket)
+end
+return 1
+"""
+
+# KEYS: the tally hash. ARGV: share, the retries always allowed, the window. 1: retry.
+RETRY = (
+    _CLOCK
+    + """
+local share, least, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local v = redis.call('HMGET', KEYS[1], 'requests', 'retries', 'at')
+local f = math.exp(-math.max(0, now - (tonumber(v[3]) or now)) / window)
+local requests, retries = (tonumber(v[1]) or 0) * f, (tonumber(v[2]) or 0) * f
+if retries + 1 > math.max(least, share * requests) then return 0 end
+redis.call('HSET', KEYS[1], 'requests', string.format('%.17g', requests),
+  'retries', string.format('%.17g', retries + 1), 'at', string.format('%.17g', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(window * 10000))
+return 1
+"""
+)
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisAllowance:
+    def __init__(
+        self,
+        location: RedisURL,
+        *,
+        warn: Warn | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        connect_timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.location = location
+        self._prefix = prefix
+        self._connect_timeout = connect_timeout
+        self._timeout = timeout
+        self._warn: Warn = warn or logging.getLogger("support_ask.state").warning
+        self._client: Any = None
+        self._scripts: dict[str, Any] = {}
+        self._local: MemoryAllowance | None = None  # set once Redis failed: this run's
+
+    def _redis(self) -> Any:
+        if self._client is None:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            self._client = redis.Redis.from_url(
+                self.location.url.reveal(),
+                socket_connect_timeout=self._connect_timeout,
+                socket_timeout=self._timeout,
+                retry=Retry(NoBackoff(), 0),
+                protocol=2,
+                driver_info=None,
+            )
+            self._scripts = {
+                "draw": self._client.register_script(DRAW),
+                "settle": self._client.register_script(SETTLE),
+                "retry": self._client.register_script(RETRY),
+            }
+        return self._client
+
+    def _failed(self, exc: BaseException) -> MemoryAllowance:
+        if self._local is None:
+            self._local = MemoryAllowance(alone=True)
+            self._warn(
+                f"limits: Redis at {self.location.shown} is not usable "
+                f"({_reason(exc, self.location)}); this run keeps to its own share of each "
+                "limit (limits.fleet_size)"
+            )
+            client, self._client = self._client, None
+            if client is not None:
+                try:
+                    client.close()
+                except _trouble():
+                    pass
+        return self._local
+
+    def _key(self, kind: str, name: str) -> str:
+        return f"{self._prefix}:{kind}:{name}"
+
+    def _keys(self, claims: Sequence[Claim]) -> list[str]:
+        return [k for c in claims for k in (self._key("limit", c.name), self._key("held", c.name))]
+
+    def draw(
+        self,
+        claims: Sequence[Claim],
+        *,
+        now: float,
+        most_wait: float,
+        hold: float,
+        count: str | None = None,
+    ) -> Grant:
+        if self._local is not None:
+            return self._local.draw(claims, now=now, most_wait=most_wait, hold=hold, count=count)
+        ticket = os.urandom(8).hex()
+        keys = self._keys(claims)
+        if count is not None:
+            keys.append(self._key("retries", count))
+        args: list[object] = [
+            repr(max(0.0, most_wait)),
+            ticket,
+            repr(hold),
+            len(claims),
+            repr(rules.BURST_S),
+            repr(rules.SLOT_POLL_S),
+        ]
+        for c in claims:
+            args += [c.limits.rpm or 0, c.limits.tpm or 0, c.limits.concurrent or 0, c.tokens]
+        args.append(repr(rules.RETRY_WINDOW_S))
+        try:
+            self._redis()
+            granted, wait, blocking = self._scripts["draw"](keys=keys, args=args)
+        except _trouble() as exc:
+            return self._failed(exc).draw(
+                claims, now=now, most_wait=most_wait, hold=hold, count=count
+            )
+        number, _, what = _text(blocking).partition(" ")
+        shown = f"{claims[int(number) - 1].name} {what}" if number else ""
+        if not int(granted):
+            return Grant(False, float(_text(wait)), shown)
+        return Grant(True, float(_text(wait)), shown, ticket, tuple(claims))
+
+    def settle(self, grant: Grant, *, used: int | None, now: float) -> None:
+        if self._local is not None:
+            self._local.settle(grant, used=used, now=now)
+            return
+        if not grant.granted or not grant.claims:
+            return
+        args: list[object] = [grant.ticket, len(grant.claims)]
+        for c in grant.claims:
+            args += [c.limits.tpm or 0, 0 if used is None else c.tokens - used]
+        try:
+            self._redis()
+            self._scripts["settle"](keys=self._keys(grant.claims), args=args)
+        except _trouble() as exc:
+            self._failed(exc)
+
+    def retry(self, name: str, *, share: float, now: float) -> bool:
+        if self._local is not None:
+            return self._local.retry(name, share=share, now=now)
+        try:
+            self._redis()
+            allowed = self._scripts["retry"](
+                keys=[self._key("retries", name)],
+                args=[repr(share), repr(rules.MIN_RETRIES), repr(rules.RETRY_WINDOW_S)],
+            )
+        except _trouble() as exc:
+            return self._failed(exc).retry(name, share=share, now=now)
+        return bool(int(allowed))
+
+    def usage(self, claims: Sequence[Claim], now: float) -> list[Use]:
+        if self._local is not None:
+            return self._local.usage(claims, now)
+        try:
+            pipe = self._redis().pipeline(transaction=False)
+            pipe.time()
+            for c in claims:
+                pipe.hmget(self._key("limit", c.name), "r", "t")
+                pipe.zrange(self._key("held", c.name), 0, -1, withscores=True)
+            server, *values = pipe.execute()
+        except _trouble() as exc:
+            return self._failed(exc).usage(claims, now)
+        at = float(server[0]) + float(server[1]) / 1e6
+        out: list[Use] = []
+        for i, c in enumerate(claims):
+            (r, t), held = values[2 * i], values[2 * i + 1]
+            out.append(
+                Use(
+                    c.name,
+                    c.limits,
+                    rules.ahead(float(r or 0), at),
+                    rules.ahead(float(t or 0), at),
+                    sum(1 for _, until in held if until > at),
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except _trouble():
+                pass

@@ -1,0 +1,125 @@
+"""The rules every allowance follows, written once as cases over the Allowance protocol:
+tests/gateway/limits/test_limits.py runs them against the memory and file allowances and a
+real Redis. The Redis allowance keeps the server's time, not the one passed in, so every
+case is about waits relative to the draw and holds on either clock (within `NEAR`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from gateway.config.model import Limits
+from gateway.limits.records import Claim
+from gateway.seams import Allowance
+
+T = 1_700_000_000.0
+NEAR = 0.1  # the Redis server's clock moves on between two draws of a case
+
+
+def near(value: float) -> object:
+    return pytest.approx(value, abs=NEAR)
+
+
+def rpm(n: int, tokens: int = 100, name: str = "deployment:primary") -> Claim:
+    return Claim(name, Limits(rpm=n), tokens)
+
+
+def draw(a: Allowance, *claims: Claim, most_wait: float = 30.0, count: str | None = None):  # type: ignore[no-untyped-def]
+    return a.draw(claims, now=T, most_wait=most_wait, hold=20.0, count=count)
+
+
+def a_rate_a_minute_is_spaced_to_one_second_bursts(a: Allowance) -> None:
+    first, second = draw(a, rpm(60)), draw(a, rpm(60))
+    assert (first.granted, first.wait) == (True, near(0.0))
+    assert (second.granted, second.wait) == (True, near(1.0))  # booked a second ahead
+    assert second.blocking == "deployment:primary rpm"
+
+
+def a_burst_of_one_seconds_worth_goes_at_once(a: Allowance) -> None:
+    waits = [draw(a, rpm(600)).wait for _ in range(11)]
+    assert waits[:10] == [near(0.0)] * 10
+    assert waits[10] == near(0.1)
+
+
+def a_draw_past_the_most_it_may_wait_is_refused_and_takes_nothing(a: Allowance) -> None:
+    draw(a, rpm(60))
+    draw(a, rpm(60))
+    refused = draw(a, rpm(60), most_wait=1.5)
+    assert (refused.granted, refused.wait) == (False, near(2.0))
+    assert draw(a, rpm(60)).wait == near(2.0)  # the refused place is still free
+
+
+def tokens_are_reserved_and_given_back_when_settled(a: Allowance) -> None:
+    big = Claim("key:OPENAI_API_KEY", Limits(tpm=6000), 600)  # 100 tokens a second
+    small = Claim("key:OPENAI_API_KEY", Limits(tpm=6000), 100)
+    grant = draw(a, big)
+    assert grant.granted
+    assert draw(a, small, most_wait=0.0).wait == near(6.0)  # the reservation counts
+    a.settle(grant, used=100, now=T)  # the provider reported 100 tokens
+    assert draw(a, small).wait == near(1.0)
+
+
+def a_call_larger_than_the_burst_waits_for_an_empty_bucket(a: Allowance) -> None:
+    claim = Claim("key:K", Limits(tpm=6000), 300)
+    assert draw(a, claim).wait == near(0.0)
+    assert draw(a, claim).wait == near(3.0)
+
+
+def calls_at_once_are_slots_released_when_settled(a: Allowance) -> None:
+    claim = Claim("deployment:primary", Limits(concurrent=2), 10)
+    first, second = draw(a, claim), draw(a, claim)
+    third = draw(a, claim)
+    assert first.granted and second.granted and not third.granted
+    assert third.blocking == "deployment:primary concurrent"
+    a.settle(first, used=None, now=T)
+    assert draw(a, claim).granted
+
+
+def two_deployments_on_one_key_share_the_keys_limit(a: Allowance) -> None:
+    key = Claim("key:OPENAI_API_KEY", Limits(rpm=60), 10)
+    first = draw(a, Claim("deployment:fast", Limits(rpm=600), 10), key)
+    other = draw(a, Claim("deployment:smart", Limits(rpm=600), 10), key)
+    assert first.wait == near(0.0)
+    assert (other.wait, other.blocking) == (near(1.0), "key:OPENAI_API_KEY rpm")
+
+
+def a_draw_takes_its_place_in_every_allowance_or_in_none(a: Allowance) -> None:
+    key = Claim("key:K", Limits(rpm=60), 10)
+    draw(a, key)
+    draw(a, key)  # the key is booked two seconds ahead
+    deployment = Claim("deployment:primary", Limits(rpm=60), 10)
+    assert not draw(a, deployment, key, most_wait=0.5).granted
+    assert draw(a, deployment).wait == near(0.0)  # the deployment gave nothing up
+
+
+def the_retry_budget_is_a_share_of_recent_first_calls(a: Allowance) -> None:
+    allowed = [a.retry("retries:primary", share=0.1, now=T) for _ in range(5)]
+    assert allowed == [True, True, True, False, False]  # a quiet fleet: a few retries
+    for _ in range(100):
+        draw(a, count="retries:primary")
+    more = [a.retry("retries:primary", share=0.1, now=T) for _ in range(10)]
+    assert more.count(True) == pytest.approx(7, abs=1)  # 10 % of 100, 3 taken already
+    assert a.retry("retries:other", share=0.1, now=T)  # each deployment its own
+
+
+def usage_shows_what_is_booked_and_in_flight(a: Allowance) -> None:
+    claim = Claim("deployment:primary", Limits(rpm=60, tpm=6000, concurrent=5), 600)
+    draw(a, claim)
+    (use,) = a.usage([claim], T)
+    assert (use.name, use.in_flight) == ("deployment:primary", 1)
+    assert (use.requests_ahead, use.tokens_ahead) == (near(1.0), near(6.0))
+
+
+LIMIT_CASES: list[Callable[[Allowance], None]] = [
+    a_rate_a_minute_is_spaced_to_one_second_bursts,
+    a_burst_of_one_seconds_worth_goes_at_once,
+    a_draw_past_the_most_it_may_wait_is_refused_and_takes_nothing,
+    tokens_are_reserved_and_given_back_when_settled,
+    a_call_larger_than_the_burst_waits_for_an_empty_bucket,
+    calls_at_once_are_slots_released_when_settled,
+    two_deployments_on_one_key_share_the_keys_limit,
+    a_draw_takes_its_place_in_every_allowance_or_in_none,
+    the_retry_budget_is_a_share_of_recent_first_calls,
+    usage_shows_what_is_booked_and_in_flight,
+]
