@@ -48,6 +48,13 @@ class Outcome(StrEnum):
     SKIPPED = "skipped"  # not called: no key, cooling down, window too small, no budget
     STOPPED = "stopped"  # a stream broke after text reached the user: never retried
     INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C, a signal) during this call
+    # Not a call: the wait for the fleet's shared limits (`limits:`) before the next one.
+    WAITED = "waited"
+
+    @property
+    def called(self) -> bool:
+        """Whether a row with this outcome is a call to the deployment."""
+        return self not in (Outcome.SKIPPED, Outcome.WAITED)
 
 
 class Status(StrEnum):

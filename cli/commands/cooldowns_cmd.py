@@ -73,6 +73,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         return ExitCode.OK
     if not rows:
         sys.stdout.write(f"no deployment is cooling down (state: {path})\n")
+        _print_limits(config, path, diag)
         return ExitCode.OK
     from rich.table import Table
 
@@ -104,7 +105,48 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         # stays whole on its line, as wide as its cells, instead of words broken at 80.
         console.width = _UNBOUNDED
     console.print(table)
+    _print_limits(config, path, diag)
     return ExitCode.OK
+
+
+def _print_limits(config: Config, path: Path | RedisURL, diag: Diag) -> None:
+    """Each shared allowance the config sets and its use now: how far ahead its rates are
+    booked, and its calls in flight (nothing when the config sets no limits)."""
+    from gateway.limits.records import Claim
+
+    claims = [
+        Claim(f"deployment:{d.name}", d.limits, 0) for d in config.all_deployments() if d.limits
+    ]
+    claims += [Claim(f"key:{variable}", limits, 0) for variable, limits in config.key_limits]
+    if not claims:
+        return
+    from rich.table import Table
+
+    from cli.runtime import wiring
+    from cli.terminal.output import stdout_console
+
+    uses = wiring.open_allowance(path, warn=diag.warn, config=config).usage(claims, time.time())
+    table = Table(title="shared limits", title_justify="left")
+    for column in ("allowance", "limits", "requests booked", "tokens booked", "in flight"):
+        table.add_column(column, no_wrap=column == "allowance")
+    for use in uses:
+        lim = use.limits
+        set_ = [
+            f"{v} {k}"
+            for k, v in (("rpm", lim.rpm), ("tpm", lim.tpm), ("at once", lim.concurrent))
+            if v
+        ]
+        table.add_row(
+            use.name,
+            ", ".join(set_),
+            f"{use.requests_ahead:.1f} s ahead" if lim.rpm else "",
+            f"{use.tokens_ahead:.1f} s ahead" if lim.tpm else "",
+            f"{use.in_flight} of {lim.concurrent}" if lim.concurrent else "",
+        )
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = _UNBOUNDED
+    console.print(table)
 
 
 _UNBOUNDED = 10_000  # columns: wider than any row; an unexpanded table is as wide as its cells

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from gateway.knowledge.prompting import Prompting
     from gateway.model import Attempt, Turn
     from gateway.observe.attemptlog import AttemptLog
-    from gateway.seams import RandomSource, Sleeper, StateStore
+    from gateway.seams import Allowance, RandomSource, Sleeper, StateStore
     from gateway.secrets.redactor import Redactor
     from gateway.simulate import Fault, SimClock, SimulatedTransport
 
@@ -197,7 +197,16 @@ class Session:
             on_attempt=on_attempt,
             transport=self.transport,
             redactor=self.redactor,
+            allowance=self.open_allowance(),
         )
+
+    def open_allowance(self) -> Allowance | None:
+        """The fleet's shared limits and retry budget, where the state is (None in a
+        simulation: its virtual time and made-up failures draw on no real allowance)."""
+        if self._faults is not None:
+            return None
+        location = wiring.state_location(self.opts.state, environ=self.environ, config=self.config)
+        return wiring.open_allowance(location, warn=self.diag.warn, config=self.config)
 
     @property
     def transport(self) -> SimulatedTransport | None:

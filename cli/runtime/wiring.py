@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from gateway.knowledge.query import Query
     from gateway.knowledge.store import RefreshProgress
     from gateway.model import Turn
-    from gateway.seams import Clock, Provider, RandomSource, Sleeper, StateStore
+    from gateway.seams import Allowance, Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secrets.key import Secret
     from gateway.secrets.redactor import Redactor
 
@@ -69,6 +69,25 @@ def state_location(
             ExitCode.USAGE if flag else ExitCode.CONFIG,
             fix="give a file path, or redis://[user:password@]host:port/db (rediss:// for TLS)",
         ) from None
+
+
+def open_allowance(location: Path | RedisURL, *, warn: Warn, config: Config) -> Allowance:
+    """The fleet's shared limits and retry budget where the state is: in Redis under the
+    same prefix, or in a file beside the state file (`<state>.limits.json`)."""
+    if isinstance(location, Path):
+        from gateway.limits.file import FileAllowance
+
+        return FileAllowance(location.with_name(location.stem + ".limits.json"), warn=warn)
+    from gateway.limits.redis import RedisAllowance
+
+    settings = config.state
+    return RedisAllowance(
+        location,
+        warn=warn,
+        prefix=settings.prefix,
+        connect_timeout=settings.connect_timeout,
+        timeout=settings.timeout,
+    )
 
 
 def open_store(
@@ -370,6 +389,7 @@ def build_engine(
     on_attempt: Callable[[Attempt], None] | None = None,
     transport: httpx.BaseTransport | None = None,
     redactor: Redactor | None = None,
+    allowance: Allowance | None = None,
 ) -> Engine:
     """The engine with the real provider adapters (built only when a deployment is called)
     and the offline tokenizer; `transport` replaces the network (simulate, tests).
@@ -401,4 +421,5 @@ def build_engine(
         environ=env,
         count_tokens=count_tokens,
         on_attempt=on_attempt,
+        allowance=allowance,
     )

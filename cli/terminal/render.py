@@ -31,6 +31,7 @@ _DECISION_STYLE = {
     Outcome.SKIPPED: "dim",
     Outcome.STOPPED: "red",
     Outcome.INTERRUPTED: "red",
+    Outcome.WAITED: "dim",
 }
 
 
@@ -46,7 +47,7 @@ def _cells(a: Attempt, wait: str, keyed: frozenset[str] = frozenset()) -> tuple[
         "" if a.error_class is None else str(a.error_class),
         str(a.outcome),
         wait,
-        tenths(a.elapsed_s) if a.outcome is not Outcome.SKIPPED else "",
+        tenths(a.elapsed_s) if a.outcome.called else "",
     )
 
 

@@ -47,4 +47,22 @@ class Budget:
 
     def fits(self, wait: float, now: float, attempt: float = MIN_ATTEMPT_S) -> bool:
         """Whether waiting `wait` still leaves `attempt` seconds for the next call."""
-        return wait + max(MIN_ATTEMPT_S, attempt) <= self.left(now)
+        return wait <= self.longest_wait(now, attempt)
+
+    def longest_wait(self, now: float, attempt: float = MIN_ATTEMPT_S) -> float:
+        """The longest wait that still leaves `attempt` seconds for the next call (below
+        zero: none does)."""
+        return self.left(now) - max(MIN_ATTEMPT_S, attempt)
+
+
+# The most a wait taken from a server's Retry-After is lengthened by, and as a share of it:
+# machines told the same instant do not all fire at it.
+RETRY_AFTER_JITTER_S = 1.0
+RETRY_AFTER_JITTER_SHARE = 0.1
+
+
+def retry_after_wait(retry_after: float, rand: float) -> float:
+    """The wait taken from a server's Retry-After: never sooner than it asked, a little
+    later by the random draw `rand` in [0, 1)."""
+    spread = min(RETRY_AFTER_JITTER_S, RETRY_AFTER_JITTER_SHARE * retry_after)
+    return retry_after + spread * rand

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from gateway.config import Config, Deployment
-from gateway.engine import credentials
+from gateway.engine import allowances, credentials
 from gateway.engine.backoff import Budget
 from gateway.engine.credentials import Keys
 from gateway.engine.fitting import Fitting
@@ -30,6 +30,8 @@ from gateway.engine.policy import (
     Stopped,
     after_overflow,
     judge,
+    over_limit,
+    over_retry_budget,
 )
 from gateway.engine.record import Record
 from gateway.engine.results import Reason, Results, Verdict
@@ -48,6 +50,7 @@ from gateway.model import (
     TextSink,
 )
 from gateway.seams import (
+    Allowance,
     Clock,
     Compactor,
     Provider,
@@ -73,6 +76,7 @@ class _Seams:
     current_keys: Callable[[], Mapping[str, Secret | None]]
     provider_for: Callable[[Deployment, Secret | None], Provider]
     held: HeldDeployments
+    allowance: Allowance | None
 
 
 class Engine:
@@ -88,8 +92,11 @@ class Engine:
         environ: Mapping[str, str],
         count_tokens: Callable[[str], int],
         on_attempt: Callable[[Attempt], None] | None = None,
+        allowance: Allowance | None = None,
     ) -> None:
+        """`allowance`: the fleet's shared limits and retry budget (None: neither)."""
         self.config = config
+        self._allowance = allowance
         self._providers = providers
         self._store = store
         self._clock = clock
@@ -163,6 +170,7 @@ class Engine:
             current_keys=lambda: credentials.current(self.config, self._environ),
             provider_for=self.provider_for,
             held=self._held,
+            allowance=self._allowance,
         )
         # Every wait and call of this question is measured from its start.
         start = self._clock.monotonic() if started is None else started
@@ -240,7 +248,7 @@ class _Question:
                 if not self.queue:
                     return self.results.failed(self.verdicts, self.shown, self.kept)
                 turn = self._take(self.queue.pop(0))
-            elif self._cut_off(turn):
+            elif self._cut_off(turn) or not self._paced(turn):
                 turn = None
             else:
                 ending, elapsed, wrote = self._attempt(turn)
@@ -282,6 +290,61 @@ class _Question:
         if held is not None:
             self._pass_over(d, held)
         return held is not None
+
+    def _paced(self, turn: DeploymentTurn) -> bool:
+        """Take the turn's next call's place in the fleet's shared limits, waiting for it
+        when that fits the budget; False (its verdict given) when it does not, as for a
+        Retry-After beyond the budget. A key's limit gives way to the next key first."""
+        allowance, d = self.seams.allowance, turn.deployment
+        if allowance is None or d.provider.offline:
+            return True
+        tokens = self.fitting.plan.input_tokens + self.config.max_output_tokens
+        claims = allowances.claims(self.config, d, turn.key, tokens)
+        count = allowances.retry_budget(d) if turn.calls == 0 else None
+        if not claims and count is None:
+            return True
+        now = self.clock.monotonic()
+        budget = Budget(now, self._left(turn, now))
+        grant = allowance.draw(
+            claims,
+            now=self.clock.wall(),
+            most_wait=max(0.0, budget.longest_wait(now)),
+            hold=d.policy.timeout,
+            count=count,
+        )
+        if not grant.granted:
+            step = over_limit(grant.wait, grant.blocking, budget, now)
+            if grant.blocking.startswith("key:") and self.turns.next_key(turn):
+                spare = "" if turn.key is None else f"; next: its key {turn.key.variable}"
+                self.record.waited(turn, 0.0, step.note + spare)
+                return self._paced(turn)
+            self._pass_over(d, Verdict(Reason.FAILED_FOR_NOW, step.note, ErrorKind.RATE_LIMIT))
+            return False
+        if grant.wait > 0:
+            self.record.waited(turn, grant.wait, f"waited for the limit {grant.blocking}")
+            self.seams.sleeper.sleep(grant.wait)
+        turn.grant = grant
+        return True
+
+    def _settle(self, turn: DeploymentTurn, result: Reply | Failure) -> None:
+        """Give the turn's place in the shared limits back: what the provider reported it
+        used replaces what was reserved (a failure's reservation stands: it may have been
+        counted)."""
+        grant, turn.grant = turn.grant, None
+        if grant is None or self.seams.allowance is None:
+            return
+        used = None
+        if isinstance(result, Reply) and result.input_tokens is not None:
+            used = result.input_tokens + (result.output_tokens or 0)
+        self.seams.allowance.settle(grant, used=used, now=self.clock.wall())
+
+    def _may_retry(self, d: Deployment) -> bool:
+        """Whether the fleet's retry budget for `d` has room for one more retry."""
+        allowance = self.seams.allowance
+        if allowance is None or d.provider.offline:
+            return True
+        name = allowances.retry_budget(d)
+        return allowance.retry(name, share=d.policy.retry_budget, now=self.clock.wall())
 
     def _pass_over(self, d: Deployment, verdict: Verdict) -> None:
         self.record.skip(d, verdict.detail)
@@ -329,6 +392,7 @@ class _Question:
             # Stopped by the user while it waited: still a call the question made.
             self.record.interrupted(turn, self.clock.monotonic() - started)
             raise
+        self._settle(turn, result)
         now = self.clock.monotonic()
         ending = judge(
             result,
@@ -359,6 +423,8 @@ class _Question:
             # with it, and a larger window elsewhere may cost more or not exist.
             self.record.failure(turn, failure, Outcome.RETRY, elapsed, 0.0, _SHRUNK)
             return True
+        if step.outcome is Outcome.RETRY and not self._may_retry(d):
+            step = over_retry_budget(failure, d.policy)
         # A failure that is the key's (bad key, quota, its rate limit) cools that key for
         # this deployment alone (another naming the same variable is still tried with
         # it), and the deployment's next key is tried at once; any other failure cools

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from gateway.config import Config, Deployment, Policy
-from gateway.engine.backoff import Budget, backoff_delay
+from gateway.engine.backoff import Budget, backoff_delay, retry_after_wait
 from gateway.engine.table import TABLE
 from gateway.model import (
     CooldownBasis,
@@ -121,18 +121,20 @@ def next_step(
     # A server wait of zero (`Retry-After: 0`, an HTTP-date already past) names no wait at
     # all: the backoff applies, or a crowd of clients would retry into the overload at once.
     if failure.retry_after is not None and failure.retry_after > 0:
-        wait = failure.retry_after
-        if not budget.fits(wait, now, took):
+        asked = failure.retry_after
+        if not budget.fits(asked, now, took):
             # The server told us when it will take us back, and that is past our budget:
             # waiting would only burn the customer's time. Go elsewhere now, and keep away
             # from this deployment for at least as long as it asked.
             return Step(
                 Outcome.FAIL_OVER,
-                cooldown=min(policy.max_cooldown, max(policy.cooldown, wait)),
+                cooldown=min(policy.max_cooldown, max(policy.cooldown, asked)),
                 transient=transient,
-                note=f"server asks for {wait:.1f} s, {budget.left(now):.1f} s of budget left",
+                note=past_budget("server", asked, budget, now),
             )
-        return Step(Outcome.RETRY, wait=wait, note=f"retry-after {wait:.1f} s")
+        # Jittered, but never past what fits: the server's word decided that it does.
+        wait = min(retry_after_wait(asked, rand), max(asked, budget.longest_wait(now, took)))
+        return Step(Outcome.RETRY, wait=wait, note=f"retry-after {asked:.1f} s")
     wait = backoff_delay(retries_done + 1, policy, rand)
     if not budget.fits(wait, now, took):
         # Our own backoff, not the server's word: not enough evidence to cool it down.
@@ -142,6 +144,30 @@ def next_step(
             note=f"no time left for a {wait:.1f} s backoff and another {took:.1f} s attempt",
         )
     return Step(Outcome.RETRY, wait=wait)
+
+
+def past_budget(who: str, wait: float, budget: Budget, now: float) -> str:
+    """Why a wait someone asked for is not taken: it does not fit what is left."""
+    return f"{who} asks for {wait:.1f} s, {budget.left(now):.1f} s of budget left"
+
+
+def over_limit(wait: float, blocking: str, budget: Budget, now: float) -> Step:
+    """The fleet's shared allowance has no place for this call within the budget: fail
+    over at once, as for a Retry-After beyond it. The allowance paces every process
+    itself, so nothing is cooled; the question as a whole is "try again later"."""
+    note = past_budget(f"the limit {blocking}", wait, budget, now)
+    return Step(Outcome.FAIL_OVER, transient=True, note=note)
+
+
+def over_retry_budget(failure: Failure, policy: Policy) -> Step:
+    """A retry the fleet's retry budget has no room for: fail over at once instead, so a
+    partial outage does not multiply the load on the provider."""
+    return Step(
+        Outcome.FAIL_OVER,
+        cooldown=_cooldown_for(failure, policy),
+        transient=TABLE[failure.kind].transient,
+        note=f"the fleet's retry budget ({policy.retry_budget:.0%} of recent calls) is spent",
+    )
 
 
 # -- how one attempt ended: values the engine's loop matches on --------------------------------

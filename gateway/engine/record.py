@@ -45,6 +45,12 @@ class Record:
     def skip(self, d: Deployment, why: str) -> None:
         self.add(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))
 
+    def waited(self, turn: DeploymentTurn, wait: float, why: str) -> None:
+        """The wait for the fleet's shared limits before the turn's next call."""
+        key = None if turn.key is None else turn.key.variable
+        row = Attempt(turn.deployment.name, 0, None, None, Outcome.WAITED, wait, 0.0, why, key)
+        self.add(row)
+
     def ending(self, turn: DeploymentTurn, ending: Ending, elapsed: float) -> None:
         """The attempt that ended the question."""
         match ending:

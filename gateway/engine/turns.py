@@ -22,6 +22,7 @@ from gateway.engine.credentials import Key, Keys
 from gateway.engine.held import HeldDeployments
 from gateway.engine.policy import cooldown_basis
 from gateway.engine.results import Reason, Verdict
+from gateway.limits.records import Grant
 from gateway.model import Cooldown, Failure
 from gateway.seams import Clock, Provider, StateStore
 from gateway.secrets.key import Secret
@@ -44,6 +45,7 @@ class DeploymentTurn:
     probe: bool = False  # the one call after its cooldown ended, under the fleet's lease
     calls: int = 0
     retries: int = 0
+    grant: Grant | None = None  # its place in the fleet's shared limits, until settled
 
 
 class Turns:

@@ -22,6 +22,7 @@ limit (`limits.fleet_size`) in memory for the rest of the run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from gateway.config.location import RedisURL
 from gateway.limits import rules
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim, Grant, Use
-from gateway.state.redis import DEFAULT_PREFIX, DEFAULT_TIMEOUT, _reason, _trouble
+from gateway.state.redis import DEFAULT_PREFIX, DEFAULT_TIMEOUT, reason, trouble
 
 Warn = Callable[[str], None]
 
@@ -188,15 +189,10 @@ class RedisAllowance:
             self._local = MemoryAllowance(alone=True)
             self._warn(
                 f"limits: Redis at {self.location.shown} is not usable "
-                f"({_reason(exc, self.location)}); this run keeps to its own share of each "
+                f"({reason(exc, self.location)}); this run keeps to its own share of each "
                 "limit (limits.fleet_size)"
             )
-            client, self._client = self._client, None
-            if client is not None:
-                try:
-                    client.close()
-                except _trouble():
-                    pass
+            self.close()
         return self._local
 
     def _key(self, kind: str, name: str) -> str:
@@ -234,7 +230,7 @@ class RedisAllowance:
         try:
             self._redis()
             granted, wait, blocking = self._scripts["draw"](keys=keys, args=args)
-        except _trouble() as exc:
+        except trouble() as exc:
             return self._failed(exc).draw(
                 claims, now=now, most_wait=most_wait, hold=hold, count=count
             )
@@ -256,7 +252,7 @@ class RedisAllowance:
         try:
             self._redis()
             self._scripts["settle"](keys=self._keys(grant.claims), args=args)
-        except _trouble() as exc:
+        except trouble() as exc:
             self._failed(exc)
 
     def retry(self, name: str, *, share: float, now: float) -> bool:
@@ -268,7 +264,7 @@ class RedisAllowance:
                 keys=[self._key("retries", name)],
                 args=[repr(share), repr(rules.MIN_RETRIES), repr(rules.RETRY_WINDOW_S)],
             )
-        except _trouble() as exc:
+        except trouble() as exc:
             return self._failed(exc).retry(name, share=share, now=now)
         return bool(int(allowed))
 
@@ -282,7 +278,7 @@ class RedisAllowance:
                 pipe.hmget(self._key("limit", c.name), "r", "t")
                 pipe.zrange(self._key("held", c.name), 0, -1, withscores=True)
             server, *values = pipe.execute()
-        except _trouble() as exc:
+        except trouble() as exc:
             return self._failed(exc).usage(claims, now)
         at = float(server[0]) + float(server[1]) / 1e6
         out: list[Use] = []
@@ -302,7 +298,5 @@ class RedisAllowance:
     def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:
-            try:
+            with contextlib.suppress(*trouble()):  # a broken connection may not close cleanly
                 client.close()
-            except _trouble():
-                pass

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.config import Config, Deployment
-from gateway.model import FailureKind, Outcome, Request, Result, Status
+from gateway.model import FailureKind, Request, Result, Status
 
 if TYPE_CHECKING:
     from gateway.seams import Compactor
@@ -475,5 +475,5 @@ def _why(result: Result) -> str:
     if result.error is not None:
         lines = [d.last_error for d in result.error.deployments if d.last_error]
         return lines[0] if lines else result.error.message
-    last = next((a for a in reversed(result.attempts) if a.outcome is not Outcome.SKIPPED), None)
+    last = next((a for a in reversed(result.attempts) if a.outcome.called), None)
     return "" if last is None else last.detail

@@ -377,7 +377,7 @@ def _deployment_stats(
     as_fallback: int,
     deflection: Deflection,
 ) -> DeploymentStats:
-    calls = [line for line in lines if line.decision is not Outcome.SKIPPED]
+    calls = [line for line in lines if line.decision is None or line.decision.called]
     errors = Counter(str(line.error_class) for line in calls if line.error_class is not None)
     latencies = [line.latency_s for line in calls if line.decision is Outcome.ANSWERED]
     return DeploymentStats(

@@ -149,7 +149,7 @@ class RedisStore:
     def _failed(self, exc: BaseException) -> StateStore:
         """Switch this run to the local file store, saying so once."""
         if self._local is None:
-            why = _reason(exc, self.location)
+            why = reason(exc, self.location)
             self._local = self._fallback()
             where = getattr(self._local, "path", "the local state")
             self._warn(
@@ -162,15 +162,15 @@ class RedisStore:
     def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:
-            with contextlib.suppress(*_trouble()):  # a broken connection may not close cleanly
+            with contextlib.suppress(*trouble()):  # a broken connection may not close cleanly
                 client.close()
 
     def check(self) -> str | None:
         """None when the server answers a PING; else why not (for `config check`)."""
         try:
             self._redis().ping()
-        except _trouble() as exc:
-            return _reason(exc, self.location)
+        except trouble() as exc:
+            return reason(exc, self.location)
         return None
 
     # -- keys
@@ -211,7 +211,7 @@ class RedisStore:
             for name in advance:
                 pipe.incr(self._key("cursor", name))
             values, *cursors = pipe.execute()
-        except _trouble() as exc:
+        except trouble() as exc:
             return self._failed(exc).read(now, credentials, advance=advance)
         salt = _text(values[0])
         self._salt = salt or self._salt
@@ -234,7 +234,7 @@ class RedisStore:
             client = self._redis()
             names = self._scan(client, "cool")
             values = client.mget([self._key("cool", n) for n in names]) if names else []
-        except _trouble() as exc:
+        except trouble() as exc:
             return self._failed(exc).entries()
         pairs = zip(names, values, strict=True)
         return sorted(self._entries(pairs).values(), key=lambda c: c.name)
@@ -296,7 +296,7 @@ class RedisStore:
                     str(basis),
                 ],
             )
-        except _trouble() as exc:
+        except trouble() as exc:
             elsewhere(self._failed(exc))
 
     def clear(self, name: str | None = None) -> None:
@@ -314,7 +314,7 @@ class RedisStore:
                 keys = list(client.scan_iter(match=self._key(kind, "*"), count=500))
                 if keys:
                     client.delete(*keys)
-        except _trouble() as exc:
+        except trouble() as exc:
             self._failed(exc).clear(name)
 
     def lease(self, name: str, *, now: float, ttl: float) -> bool:
@@ -326,7 +326,7 @@ class RedisStore:
                 keys=[self._key("lease", name)],
                 args=[repr(now), repr(now + ttl), max(1, round(ttl * 1000)), self._holder],
             )
-        except _trouble() as exc:
+        except trouble() as exc:
             return self._failed(exc).lease(name, now=now, ttl=ttl)
         return bool(taken)
 
@@ -361,7 +361,7 @@ class RedisStore:
 
 
 @functools.cache
-def _trouble() -> tuple[type[BaseException], ...]:
+def trouble() -> tuple[type[BaseException], ...]:
     """What a Redis that is down, slow, misconfigured or not installed raises: everything
     the store turns into "use the local file". A bug of ours is not among them."""
     try:
@@ -384,7 +384,7 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value or "")
 
 
-def _reason(exc: BaseException, location: RedisURL) -> str:
+def reason(exc: BaseException, location: RedisURL) -> str:
     """Why Redis failed, in words that never hold the URL's password."""
     name = type(exc).__name__
     if name == "ModuleNotFoundError":

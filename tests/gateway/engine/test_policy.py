@@ -58,8 +58,12 @@ def test_backoff_for_a_huge_retry_number_is_the_cap_not_an_overflow(retry):
         (fail(ErrorKind.SERVER, Decision.RETRY), 0, 30, 0.1, Outcome.RETRY, 0.75, None),
         # retries spent: fail over and cool for the policy's cooldown
         (fail(ErrorKind.SERVER, Decision.RETRY), 2, 30, 0.1, Outcome.FAIL_OVER, 0, 60.0),
-        # the server's wait is honoured above backoff_max when it fits
-        (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 12), 0, 30, 0.1, Outcome.RETRY, 12, None),
+        # the server's wait is honoured above backoff_max when it fits, lengthened by its
+        # jitter (a tenth of it, at most 1 s, times the draw of 0.5)
+        (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 12), 0, 30, 0.1, Outcome.RETRY, 12.5, None),
+        (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 2), 0, 30, 0.1, Outcome.RETRY, 2.1, None),
+        # ... but never past what the budget leaves for the call: the server's word decided
+        (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 29.4), 0, 30, 0.1, Outcome.RETRY, 29.5, None),
         # a server wait of zero is no wait named: the normal backoff, never at once
         (fail(ErrorKind.RATE_LIMIT, Decision.RETRY, 0.0), 0, 30, 0.1, Outcome.RETRY, 0.75, None),
         # ... and when it does not fit, fail over now, cooled at least that long
