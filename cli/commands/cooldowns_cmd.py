@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gateway.config import Config
     from gateway.config.location import RedisURL
     from gateway.model import Cooldown
+    from gateway.seams import StateStore
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP, metavar="FILE")]
 StateOpt = Annotated[str | None, typer.Option("--state", help=STATE_HELP, metavar="FILE|URL")]
@@ -73,7 +74,7 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         return ExitCode.OK
     if not rows:
         sys.stdout.write(f"no deployment is cooling down (state: {path})\n")
-        _print_limits(config, path, diag)
+        _print_limits(config, path, store, diag)
         return ExitCode.OK
     from rich.table import Table
 
@@ -105,11 +106,11 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
         # stays whole on its line, as wide as its cells, instead of words broken at 80.
         console.width = _UNBOUNDED
     console.print(table)
-    _print_limits(config, path, diag)
+    _print_limits(config, path, store, diag)
     return ExitCode.OK
 
 
-def _print_limits(config: Config, path: Path | RedisURL, diag: Diag) -> None:
+def _print_limits(config: Config, path: Path | RedisURL, store: StateStore, diag: Diag) -> None:
     """Each shared allowance the config sets and its use now: how far ahead its rates are
     booked, and its calls in flight (nothing when the config sets no limits)."""
     from gateway.limits.records import Claim
@@ -125,7 +126,8 @@ def _print_limits(config: Config, path: Path | RedisURL, diag: Diag) -> None:
     from cli.runtime import wiring
     from cli.terminal.output import stdout_console
 
-    uses = wiring.open_allowance(path, warn=diag.warn, config=config).usage(claims, time.time())
+    allowance = wiring.open_allowance(path, store, warn=diag.warn, config=config)
+    uses = allowance.usage(claims, time.time())
     table = Table(title="shared limits", title_justify="left")
     for column in ("allowance", "limits", "requests booked", "tokens booked", "in flight"):
         table.add_column(column, no_wrap=column == "allowance")

@@ -197,16 +197,16 @@ class Session:
             on_attempt=on_attempt,
             transport=self.transport,
             redactor=self.redactor,
-            allowance=self.open_allowance(),
+            allowance=self.open_allowance(store),
         )
 
-    def open_allowance(self) -> Allowance | None:
-        """The fleet's shared limits and retry budget, where the state is (None in a
-        simulation: its virtual time and made-up failures draw on no real allowance)."""
+    def open_allowance(self, store: StateStore) -> Allowance | None:
+        """The fleet's shared limits and retry budget, beside `store`'s cooldowns (None in
+        a simulation: its virtual time and made-up failures draw on no real allowance)."""
         if self._faults is not None:
             return None
         location = wiring.state_location(self.opts.state, environ=self.environ, config=self.config)
-        return wiring.open_allowance(location, warn=self.diag.warn, config=self.config)
+        return wiring.open_allowance(location, store, warn=self.diag.warn, config=self.config)
 
     @property
     def transport(self) -> SimulatedTransport | None:

@@ -71,23 +71,26 @@ def state_location(
         ) from None
 
 
-def open_allowance(location: Path | RedisURL, *, warn: Warn, config: Config) -> Allowance:
-    """The fleet's shared limits and retry budget where the state is: in Redis under the
-    same prefix, or in a file beside the state file (`<state>.limits.json`)."""
+def open_allowance(
+    location: Path | RedisURL, store: StateStore, *, warn: Warn, config: Config
+) -> Allowance:
+    """The fleet's shared limits and retry budget where the state is: in Redis beside
+    `store`'s cooldowns (its connection, its prefix), or in a file beside the state file
+    (`<state>.limits.json`)."""
+    from gateway.limits.file import FileAllowance
+
     if isinstance(location, Path):
-        from gateway.limits.file import FileAllowance
-
         return FileAllowance(location.with_name(location.stem + ".limits.json"), warn=warn)
-    from gateway.limits.redis import RedisAllowance
+    from gateway.state.redis import RedisStore
 
-    settings = config.state
-    return RedisAllowance(
-        location,
-        warn=warn,
-        prefix=settings.prefix,
-        connect_timeout=settings.connect_timeout,
-        timeout=settings.timeout,
-    )
+    if isinstance(store, RedisStore):
+        from gateway.limits.redis import RedisAllowance
+
+        return RedisAllowance(store, prefix=config.state.prefix)
+    from gateway.config import local_state_path
+
+    path = local_state_path(config)  # a store that is not Redis's own: this machine's file
+    return FileAllowance(path.with_name(path.stem + ".limits.json"), warn=warn)
 
 
 def open_store(

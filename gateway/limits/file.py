@@ -1,11 +1,11 @@
-"""Allowances in a JSON file beside the state file: every process on one machine draws
-from the same ledger.
+"""Allowances in a JSON file beside the state file: every process on one machine draws from
+the same ledger.
 
-Every draw takes an exclusive lock on a file beside it (`<path>.lock`, never deleted),
-reads the ledger, applies the rule and replaces the file whole (os.replace): two processes
-never take the same place. A file that cannot be read is started afresh (a ledger holds
-seconds of bookings, nothing worth keeping); one that cannot be written is reported once,
-and the process keeps to its own share of each limit (`limits.fleet_size`) in memory.
+Every draw reads the ledger, applies the rule and replaces the file whole under its lock
+(`gateway.state.replace`): two processes never take the same place. A file that cannot be
+read is started afresh (a ledger holds seconds of bookings, nothing worth keeping); one
+that cannot be written is reported once, and the process keeps to its own share of each
+limit (`limits.fleet_size`) in memory.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
 from pathlib import Path
 
 from gateway.limits.local import Change, Ledger, LocalAllowance
 from gateway.limits.records import Bucket, Tally
+from gateway.state.replace import locked, replace_whole
 
 VERSION = 1
 MAX_BYTES = 1 << 20
@@ -82,12 +81,12 @@ class FileAllowance(LocalAllowance):
             self._memory = change(self._memory) or self._memory
             return self._memory
         try:
-            with self._locked():
+            with locked(self.path):
                 ledger = self._read()
                 changed = change(ledger)
                 if changed is None:
                     return ledger
-                self._write(changed)
+                replace_whole(self.path, _dump(changed))
                 return changed
         except OSError as exc:
             self._alone, self._memory = True, Ledger()
@@ -96,36 +95,3 @@ class FileAllowance(LocalAllowance):
                 "run keeps to its own share of each limit (limits.fleet_size)"
             )
             return self._update(change)
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        import fcntl
-
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        flags = os.O_RDWR | os.O_CREAT
-        try:
-            fd = os.open(lock_path, flags, 0o600)
-        except FileNotFoundError:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(lock_path, flags, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # released when the descriptor is closed
-            yield
-        finally:
-            os.close(fd)
-
-    def _write(self, ledger: Ledger) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            try:
-                data = memoryview(_dump(ledger))
-                while data:
-                    data = data[os.write(fd, data) :]
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(tmp)
-            raise

@@ -16,23 +16,21 @@ through redis-py's Script object, which loads it again only if the server lost i
 every allowance the call needs and takes its place in all of them or in none. The
 arithmetic is `gateway.limits.rules`', line for line.
 
-A Redis that is down costs one warning: the process then keeps to its own share of each
-limit (`limits.fleet_size`) in memory for the rest of the run.
+The limits share the state store's connection and its fate: a Redis that is down costs
+one timeout and the store's one warning, and the process then keeps to its own share of
+each limit (`limits.fleet_size`) in memory for the rest of the run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gateway.config.location import RedisURL
 from gateway.limits import rules
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim, Grant, Use
-from gateway.state.redis import DEFAULT_PREFIX, DEFAULT_TIMEOUT, reason, trouble
+from gateway.state.redis import DEFAULT_PREFIX, RedisStore, trouble
 
 Warn = Callable[[str], None]
 
@@ -145,55 +143,39 @@ def _text(value: object) -> str:
 
 
 class RedisAllowance:
-    def __init__(
-        self,
-        location: RedisURL,
-        *,
-        warn: Warn | None = None,
-        prefix: str = DEFAULT_PREFIX,
-        connect_timeout: float = DEFAULT_TIMEOUT,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        self.location = location
+    """The limits beside the cooldowns of `store`: its connection, and its fate (a Redis
+    that failed for one has failed for both, with the store's one warning)."""
+
+    def __init__(self, store: RedisStore, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self._store = store
         self._prefix = prefix
-        self._connect_timeout = connect_timeout
-        self._timeout = timeout
-        self._warn: Warn = warn or logging.getLogger("support_ask.state").warning
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
-        self._local: MemoryAllowance | None = None  # set once Redis failed: this run's
+        self._alone: MemoryAllowance | None = None
+
+    @property
+    def _local(self) -> MemoryAllowance | None:
+        """This run's own share of each limit, once Redis failed (None: it has not)."""
+        if self._alone is None and self._store.down:
+            self._alone = MemoryAllowance(alone=True)
+        return self._alone
 
     def _redis(self) -> Any:
-        if self._client is None:
-            import redis
-            from redis.backoff import NoBackoff
-            from redis.retry import Retry
-
-            self._client = redis.Redis.from_url(
-                self.location.url.reveal(),
-                socket_connect_timeout=self._connect_timeout,
-                socket_timeout=self._timeout,
-                retry=Retry(NoBackoff(), 0),
-                protocol=2,
-                driver_info=None,
-            )
+        client = self._store.client()
+        if client is not self._client:  # registered once per connection, called by SHA
+            self._client = client
             self._scripts = {
-                "draw": self._client.register_script(DRAW),
-                "settle": self._client.register_script(SETTLE),
-                "retry": self._client.register_script(RETRY),
+                "draw": client.register_script(DRAW),
+                "settle": client.register_script(SETTLE),
+                "retry": client.register_script(RETRY),
             }
-        return self._client
+        return client
 
     def _failed(self, exc: BaseException) -> MemoryAllowance:
-        if self._local is None:
-            self._local = MemoryAllowance(alone=True)
-            self._warn(
-                f"limits: Redis at {self.location.shown} is not usable "
-                f"({reason(exc, self.location)}); this run keeps to its own share of each "
-                "limit (limits.fleet_size)"
-            )
-            self.close()
-        return self._local
+        self._store.give_up(exc)
+        local = self._local
+        assert local is not None
+        return local
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self._prefix}:{kind}:{name}"
@@ -294,9 +276,3 @@ class RedisAllowance:
                 )
             )
         return out
-
-    def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            with contextlib.suppress(*trouble()):  # a broken connection may not close cleanly
-                client.close()

@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,6 +28,7 @@ from gateway.model import Cooldown
 from gateway.state import codec, rules
 from gateway.state.local import Change, LocalStore
 from gateway.state.records import DEFAULT_BOUNDS, EMPTY, Lease, State, StateBounds
+from gateway.state.replace import locked, replace_whole
 
 VERSION = 1
 # Far more than `max_entries` records ever take: a larger file was not written by us, and
@@ -130,21 +130,6 @@ def _dump(state: State) -> bytes:
     }
     # Compact: json's C encoder (an indent falls back to the pure-Python one, 5x slower).
     return (json.dumps(doc, separators=(",", ":")) + "\n").encode()
-
-
-if sys.platform == "win32":  # pragma: no cover - the CI runs on Linux
-
-    def _lock(fd: int) -> None:
-        import msvcrt
-
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-
-else:
-
-    def _lock(fd: int) -> None:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the descriptor is closed
 
 
 class FileStore(LocalStore):
@@ -296,44 +281,14 @@ class FileStore(LocalStore):
     def _report(self, bad: _BadFile) -> None:
         self._warn(f"state file {self.path} is {bad.state} ({bad.reason}); ignoring it")
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        flags = os.O_RDWR | os.O_CREAT
-        try:
-            fd = os.open(lock_path, flags, 0o600)
-        except FileNotFoundError:
-            # First write on this machine: the private parent is created only now.
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(lock_path, flags, 0o600)
-        try:
-            _lock(fd)
-            yield
-        finally:
-            os.close(fd)
+    def _locked(self) -> AbstractContextManager[None]:
+        return locked(self.path)
 
     def _write(self, state: State) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            try:
-                os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
-                whole = _dump(state)
-                data = memoryview(whole)
-                while data:
-                    data = data[os.write(fd, data) :]
-                # No fsync: the rename alone keeps every reader and every crash of this
-                # process safe; only a power cut could lose the last change, and losing a
-                # cooldown costs one extra call. fsync would multiply the write's cost.
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            # What this process just wrote needs no parsing when it reads it back.
-            self._seen_bytes, self._seen = whole, _Parsed(state)
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(tmp)
-            raise
+        whole = _dump(state)
+        replace_whole(self.path, whole)
+        # What this process just wrote needs no parsing when it reads it back.
+        self._seen_bytes, self._seen = whole, _Parsed(state)
 
     def _warn(self, message: str) -> None:
         if message not in self._warned:

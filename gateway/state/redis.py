@@ -128,20 +128,7 @@ class RedisStore:
 
     def _redis(self) -> Any:
         if self._client is None:
-            import redis
-            from redis.backoff import NoBackoff
-            from redis.retry import Retry
-
-            self._client = redis.Redis.from_url(
-                self.location.url.reveal(),
-                socket_connect_timeout=self._connect_timeout,
-                socket_timeout=self._timeout,
-                retry=Retry(NoBackoff(), 0),  # one try: the customer's budget is not ours
-                # RESP2 and no CLIENT SETINFO: connecting sends nothing (no HELLO, no SETINFO
-                # round trips); a question that goes well is one MGET.
-                protocol=2,
-                driver_info=None,
-            )
+            self._client = connect(self.location, self._connect_timeout, self._timeout)
             self._merge = self._client.register_script(MERGE)
             self._lease = self._client.register_script(LEASE)
         return self._client
@@ -154,10 +141,27 @@ class RedisStore:
             where = getattr(self._local, "path", "the local state")
             self._warn(
                 f"state: Redis at {self.location.shown} is not usable ({why}); this run "
-                f"keeps its cooldowns in the local file {where}"
+                f"keeps its cooldowns in the local file {where}, and to its own share of "
+                "each shared limit (limits.fleet_size)"
             )
             self.close()
         return self._local
+
+    # -- what the fleet's limits share with it (`gateway.limits.redis`): one connection,
+    # and one fate, so a Redis that is down costs one timeout and one warning
+
+    @property
+    def down(self) -> bool:
+        """Whether this run gave Redis up (its cooldowns are in the local file)."""
+        return self._local is not None
+
+    def client(self) -> Any:
+        """The connection, made on first use; raises what `trouble()` names."""
+        return self._redis()
+
+    def give_up(self, exc: BaseException) -> None:
+        """Redis failed for the limits: this run gives it up for the cooldowns too."""
+        self._failed(exc)
 
     def close(self) -> None:
         client, self._client = self._client, None
@@ -358,6 +362,25 @@ class RedisStore:
                 # Another writer's garbage: not believed, and it expires on its own.
                 self._warn(f"state: the Redis record {self._key('cool', name)} was ignored: {bad}")
         return out
+
+
+def connect(location: RedisURL, connect_timeout: float, timeout: float) -> Any:
+    """A client of the server at `location` that retries nothing and sends nothing until
+    its first command."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis.from_url(
+        location.url.reveal(),
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),  # one try: the customer's budget is not ours
+        # RESP2 and no CLIENT SETINFO: connecting sends nothing (no HELLO, no SETINFO
+        # round trips); a question that goes well is one MGET.
+        protocol=2,
+        driver_info=None,
+    )
 
 
 @functools.cache

@@ -5,34 +5,21 @@ servers on 127.0.0.1; and `cooldowns` listing each allowance's use."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_process import ANSWER, Providers, support_ask
-from tests.gateway.engine.test_fleet_processes import machine
+from tests.gateway.engine.test_fleet_processes import machine, providers, server
 from tests.support.cli_runner import write_loopback_workdir
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow  # real processes, a real redis-server
+__all__ = ["providers", "server"]  # the fixtures, shared with the other fleet tests
 
 QUESTION = ("How do I reset my password?", "-a", "kb", "--json")
 # One call a minute on the OpenAI key: the second question's place is a minute away.
 KEY_LIMIT = "keys:\n  OPENAI_API_KEY: {limits: {rpm: 1}}\n"
-
-
-@pytest.fixture
-def providers() -> Iterator[Providers]:
-    p = Providers()
-    with p.server:
-        yield p
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[RedisServer]:
-    with redis_server(tmp_path / "redis") as running:
-        yield running
 
 
 def limited(home: Path) -> Path:

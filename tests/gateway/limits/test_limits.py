@@ -19,6 +19,8 @@ from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
 from gateway.limits.redis import RedisAllowance
 from gateway.seams import Allowance
+from gateway.state.memory import MemoryStore
+from gateway.state.redis import RedisStore
 from tests.support.limit_rules import LIMIT_CASES, T, near
 from tests.support.paths import REPO
 from tests.support.redis_server import RedisServer, free_port, redis_server
@@ -30,6 +32,14 @@ Case = Callable[[Allowance], None]
 def server(tmp_path: Path) -> Iterator[RedisServer]:
     with redis_server(tmp_path / "redis") as running:
         yield running
+
+
+def redis_allowance(
+    url: str, warn: Callable[[str], object], prefix: str = "support-ask"
+) -> RedisAllowance:
+    """The limits beside a Redis state store, as the CLI wires them: one connection."""
+    store = RedisStore(RedisURL.parse(url), fallback=MemoryStore, warn=warn, prefix=prefix)
+    return RedisAllowance(store, prefix=prefix)
 
 
 @pytest.mark.parametrize("case", LIMIT_CASES, ids=lambda c: c.__name__)
@@ -44,7 +54,7 @@ def test_the_rules_hold_in_a_file(tmp_path: Path, case: Case) -> None:
 
 @pytest.mark.parametrize("case", LIMIT_CASES, ids=lambda c: c.__name__)
 def test_the_rules_hold_in_redis(server: RedisServer, case: Case) -> None:
-    case(RedisAllowance(RedisURL.parse(server.url), warn=pytest.fail))
+    case(redis_allowance(server.url, pytest.fail))
 
 
 def test_a_file_allowance_is_one_ledger_for_every_instance(tmp_path: Path) -> None:
@@ -66,12 +76,11 @@ def test_an_unwritable_file_keeps_this_process_to_its_share(tmp_path: Path) -> N
 
 def test_a_redis_that_is_down_keeps_each_process_to_its_share() -> None:
     warnings: list[str] = []
-    url = RedisURL.parse(f"redis://:s3cret-pw@127.0.0.1:{free_port()}/0")
-    allowance = RedisAllowance(url, warn=warnings.append)
+    allowance = redis_allowance(f"redis://:s3cret-pw@127.0.0.1:{free_port()}/0", warnings.append)
     claim = Claim("key:K", Limits(rpm=240, fleet_size=4), 10)
     waits = [allowance.draw([claim], now=T, most_wait=30, hold=20).wait for _ in range(3)]
     assert waits == [0.0, 1.0, 2.0]  # 60 a minute: a quarter of the fleet's 240
-    assert len(warnings) == 1
+    assert len(warnings) == 1  # the state store's one warning, for its cooldowns and the limits
     assert "own share" in warnings[0] and "s3cret-pw" not in warnings[0]
 
 
@@ -83,7 +92,7 @@ def _calls(server: RedisServer) -> dict[str, int]:
 
 
 def test_a_draw_is_one_round_trip_on_the_server(server: RedisServer) -> None:
-    allowance = RedisAllowance(RedisURL.parse(server.url), warn=pytest.fail)
+    allowance = redis_allowance(server.url, pytest.fail)
     claims = [
         Claim("deployment:a", Limits(rpm=600, tpm=60000, concurrent=4), 100),
         Claim("key:K", Limits(rpm=600), 100),
@@ -108,7 +117,10 @@ _DRAWER = textwrap.dedent(
     if where.startswith("redis://"):
         from gateway.config.location import RedisURL
         from gateway.limits.redis import RedisAllowance
-        allowance = RedisAllowance(RedisURL.parse(where), prefix=sys.argv[3])
+        from gateway.state.memory import MemoryStore
+        from gateway.state.redis import RedisStore
+        store = RedisStore(RedisURL.parse(where), fallback=MemoryStore, prefix=sys.argv[3])
+        allowance = RedisAllowance(store, prefix=sys.argv[3])
     else:
         from gateway.limits.file import FileAllowance
         allowance = FileAllowance(Path(where))
