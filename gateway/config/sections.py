@@ -59,12 +59,18 @@ def read_policy(w: Walk, node: Node, path: str, base: Policy) -> Policy:
     for key, (_, value) in entries.items():
         key_path = join(path, key)
         if key == "retry_budget":
-            budget = w.gather(base.retry_budget, partial(w.number, value, key_path, minimum=0.0))
-            if budget > 1:
+            # Retries per first call: more than MAX_RETRIES could never be spent.
+            retry_budget = w.gather(
+                retry_budget,
+                partial(w.number, value, key_path, minimum=0.0),
+            )
+            if retry_budget > MAX_RETRIES:
                 w.note(
-                    value, key_path, f"a share of requests from 0 to 1 (0.1: 10 %), got {budget:g}"
+                    value,
+                    key_path,
+                    f"retries per recent first call, from 0 to {MAX_RETRIES} (0.1: one in ten), "
+                    f"got {retry_budget:g}",
                 )
-            retry_budget = budget
         elif key == "retries":
             retries = w.gather(
                 retries,

@@ -347,7 +347,7 @@ def test_a_server_that_rate_limits_slows_the_batch_down_instead_of_multiplying_t
     # would send them to the fallback instead, is tests/gateway/engine/test_fleet_limits.py's.
     config = work / "support-ask.yaml"
     config.write_text(
-        config.read_text().replace("  retries: 8\n", "  retries: 8\n  retry_budget: 1\n")
+        config.read_text().replace("  retries: 8\n", "  retries: 8\n  retry_budget: 8\n")
     )
     n = 40
     run = batch(work, "-", "-a", "kb", "-j", "8", input=questions(n))

@@ -105,9 +105,9 @@ def test_the_retry_budget_defaults_to_a_tenth(tmp_path: Path) -> None:
             "did you mean 'limits'",
         ),
         (
-            "policy: {retry_budget: 10}\ndeployments: [{name: l, provider: local}]",
+            "policy: {retry_budget: 11}\ndeployments: [{name: l, provider: local}]",
             "policy.retry_budget",
-            "from 0 to 1",
+            "from 0 to 10",
         ),
     ],
 )
