@@ -287,6 +287,7 @@ def _run_engine(
                 on_restart=restart,
                 compact=prompts,
                 on_interrupt=on_interrupt,
+                on_send=None if shown is None else shown.sending,
             )
         finally:
             engine.close()

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from gateway.model import Result
+from gateway.model import Request, Result
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -144,6 +144,10 @@ class AnswerSink:
 
     def __call__(self, text: str) -> None:
         self._sink(self._stream.feed(text))
+
+    def sending(self, request: Request) -> None:
+        """The engine's on_send: the request the next attempt streams the answer to."""
+        self._stream.sending(len(request.sources))
 
     def restart(self, deployment: str, reason: str) -> None:
         self._stream.restart()

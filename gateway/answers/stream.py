@@ -40,6 +40,12 @@ class AnswerStream:
         self._require = require_citation
         self.restart()
 
+    def sending(self, sent: int) -> None:
+        """The attempt about to stream was sent `sent` passages (fewer, compacted for a
+        smaller window): its markers are checked against those."""
+        self._sent = sent
+        self._rewriter.sent = sent
+
     def restart(self) -> None:
         """Forget the reply so far: another attempt streams from its beginning."""
         self._raw = ""

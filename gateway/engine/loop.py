@@ -146,6 +146,7 @@ class Engine:
         on_restart: RestartSink | None = None,
         compact: Compactor | None = None,
         on_interrupt: Callable[[Result], None] | None = None,
+        on_send: Callable[[Request], None] | None = None,
     ) -> Result:
         """Answer one question through the deployments; never raises for a provider's fault.
 
@@ -158,7 +159,9 @@ class Engine:
         window cannot hold the request, or that reports an overflow, is sent a smaller one
         built to fit it, rather than passed over. A KeyboardInterrupt (Ctrl-C, a stop
         signal) goes on to the caller as it came, after `on_interrupt` is told the
-        question's result so far: its attempts, the call in flight marked interrupted."""
+        question's result so far: its attempts, the call in flight marked interrupted.
+        `on_send` is told each request just before a deployment is called with it (a
+        compacted one holds fewer passages: a stream checks its markers against them)."""
         seams = _Seams(
             store=self._store,
             clock=self._clock,
@@ -178,6 +181,7 @@ class Engine:
         question = _Question(
             self.config, request, seams, budget, on_text, exact_tokens, compact, on_restart
         )
+        question.on_send = on_send
         try:
             return question.run()
         except KeyboardInterrupt:
@@ -218,6 +222,7 @@ class _Question:
         self.budget = budget
         self.on_text = on_text
         self.on_restart = on_restart
+        self.on_send: Callable[[Request], None] | None = None
         self.fitting = Fitting(config, request, compact, seams.count_tokens, exact_tokens)
         self.turns = Turns(
             config,
@@ -378,9 +383,12 @@ class _Question:
         partial = ""
         result: Reply | Failure
         self.asking = d
+        sent = self.fitting.request_for(d)
+        if self.on_send is not None:
+            self.on_send(sent)
         try:
             result = turn.provider.complete(
-                self.fitting.request_for(d),
+                sent,
                 timeout=min(d.policy.timeout, self._left(turn, started)),
                 on_text=sink if self.on_text is not None else None,
                 first_token=d.policy.first_token_timeout if alternatives else None,

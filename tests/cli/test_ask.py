@@ -161,6 +161,7 @@ class FakeEngine:
         on_restart: Any = None,
         compact: Any = None,
         on_interrupt: Any = None,
+        on_send: Any = None,
     ) -> Result:
         self.requests.append(request)
         self.kwargs["exact_tokens"] = exact_tokens

@@ -66,3 +66,17 @@ def test_a_marker_cut_across_two_deltas_waits_for_its_bracket() -> None:
     assert stream.feed(" [1") == ""
     assert stream.feed("3]. Done.") == ". Done."  # [13] names no passage sent
     assert stream.finish() == ""
+
+
+def test_a_stream_checks_markers_against_the_request_actually_sent() -> None:
+    """Compacted for a smaller window, the attempt was sent one passage of three: [2] and
+    [3] were not in front of it, so they are dropped as they come, as `check` drops them
+    from the whole reply."""
+    stream = AnswerStream(sent=3, product="Acme")
+    stream.sending(1)
+    reply = "Open Settings [1]. Then Billing [2][3]."
+    shown = (
+        "".join(stream.feed(piece) for piece in ("Open Settings [1]. ", "Then Billing [2", "][3]."))
+        + stream.finish()
+    )
+    assert shown == check(reply, 1).text == "Open Settings [1]. Then Billing."

@@ -129,3 +129,24 @@ def test_the_offline_deployment_is_never_too_small() -> None:
     result, providers = ask((SMALL, LOCAL), {"small": [answer("no")]}, 500_000, None)
     assert result.deployment == "local"  # type: ignore[attr-defined]
     assert providers["local"].requests[0].sources == (sent(500_000),)  # the whole selection
+
+
+def test_the_caller_is_told_each_request_as_it_is_sent_compacted_or_not() -> None:
+    """A stream checks its markers against the passages of the request really sent."""
+    told: list[Request] = []
+    clock = VirtualClock()
+    providers = [ScriptedProvider(d.name, [answer(d.name)], clock) for d in (SMALL, BIG)]
+    engine = Engine(
+        Config("Acme", (SMALL, BIG), long_context=None),
+        providers=ScriptedFactory(providers),
+        store=MemoryStore(),
+        clock=clock,
+        sleeper=clock,
+        rng=FixedRandom(0.5),
+        environ=KEYS,
+        count_tokens=lambda text: len(text) // 4,
+    )
+    result = engine.ask(request(20_000), compact=Passages(), on_send=told.append)
+    assert result.status is Status.ANSWERED
+    assert told == providers[0].requests  # the compacted one, before the call
+    assert told[0].sources == (sent(7_600),)
