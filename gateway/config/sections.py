@@ -22,6 +22,7 @@ from gateway.config.model import (
     PrivacySettings,
     StateSettings,
 )
+from gateway.config.urls import url_problem
 from gateway.config.walk import BOOL, INT, Walk, join
 
 if TYPE_CHECKING:
@@ -259,30 +260,16 @@ def _page_url(w: Walk, node: Node, path: str) -> str | None:
     url = w.optional_text(node, path)
     if url is None:
         return None
-    problem = _page_url_problem(url.strip())
+    problem = url_problem(
+        url.strip(),
+        name="articles.url_base",
+        appended="an article's path",
+        example="https://help.example.com/articles",
+        userinfo="a public address holds no user name or password",
+    )
     if problem is not None:
         w.fail(node, path, problem)
     return url.strip()
-
-
-def _page_url_problem(url: str) -> str | None:
-    """What keeps `url` from being the public address articles' paths are joined to."""
-    from urllib.parse import urlsplit
-
-    example = "e.g. https://help.example.com/articles"
-    if any(ch.isspace() or not ch.isprintable() for ch in url):
-        return f"a URL holds no spaces or control characters; write it on one line, {example}"
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return f"not a valid URL; {example}"
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return f"expected an http:// or https:// URL with a host, {example}"
-    if "@" in parts.netloc:
-        return f"a public address holds no user name or password; {example}"
-    if parts.query or parts.fragment or url.endswith(("?", "#")):
-        return f"an article's path is appended to it: remove the query or fragment, {example}"
-    return None
 
 
 def read_answers(w: Walk, node: Node) -> AnswerSettings:

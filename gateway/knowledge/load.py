@@ -83,15 +83,16 @@ def parse(path: str, data: bytes) -> tuple[Article | None, str]:
 
 
 def _public(url: str | None) -> str | None:
-    """An article's stated address when it is a whole web address (a relative one names no
-    page a customer can open, so none is kept rather than one guessed)."""
+    """An article's stated address when it is a whole web address by the one rule for
+    one (`gateway.config.urls`): a relative one names no page a customer can open, so
+    none is kept rather than one guessed."""
     if url is None:
         return None
+    from gateway.config.urls import url_problem
+
     url = url.strip().strip("'\"")
-    scheme, _, rest = url.partition("://")
-    if scheme.lower() not in ("http", "https") or not rest or any(c.isspace() for c in url):
-        return None
-    return url
+    problem = url_problem(url, name="an article's url", appended=None, example="", userinfo="")
+    return None if problem is not None else url
 
 
 _BINARY = "not a text file (binary)"
