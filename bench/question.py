@@ -46,8 +46,13 @@ ARTICLES = {
 }
 
 
-def config_text(base_url: str, work: Path) -> str:
-    return f"""\
+def config_text(base_url: str, work: Path, *, min_relevance: float | None = None) -> str:
+    """The one loopback deployment's config; `min_relevance` (when given) sets the relevance
+    floor, which a tree from before the floor would refuse as an unknown key."""
+    floor = "" if min_relevance is None else f"articles:\n  min_relevance: {min_relevance}\n"
+    return (
+        floor
+        + f"""\
 product: Acme Cloud
 max_output_tokens: 400
 deployments:
@@ -60,6 +65,7 @@ deployments:
 log:
   path: {work / "attempts.jsonl"}
 """
+    )
 
 
 def write_kb(root: Path) -> Path:
