@@ -239,6 +239,9 @@ class Request:
     turns_left_out: int = 0
     turn_tokens: int = 0  # the turns' estimated tokens (`gateway.tokens.estimate`)
     language: str | None = None  # ISO 639-1: the language the prompt asks the reply in
+    # The fixed phrases in that language as the config words them, (name, template), for
+    # the offline deployment (`gateway.answers.phrases`); empty: English.
+    wording: tuple[tuple[str, str], ...] = ()
 
     @property
     def text(self) -> str:

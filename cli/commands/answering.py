@@ -78,9 +78,11 @@ def sources_list(result: Result, config: Config) -> str:
 
     if result.action is not Action.ANSWER or config.answers.citations is CitationStyle.NONE:
         return ""
+    from gateway.answers.phrases import Phrase, say
     from gateway.answers.settle import sources_text
 
-    return sources_text(result.citations)
+    heading = say(Phrase.SOURCES, result.language, config.answers)
+    return sources_text(result.citations, heading)
 
 
 def handoff_notice(result: Result) -> str:

@@ -1,7 +1,7 @@
 """`support-ask config check`: validate the config and show what it resolves to: where it
 came from, the help centre it names (articles.paths, articles.exclude), each deployment
-(window, policy with overrides), the long-context deployment, the prompt, the state and
-log files, and which key variables are set (never their values).
+(window, policy with overrides), the long-context deployment, the prompt, the languages
+answered in, the state and log files, and which key variables are set (never their values).
 `config init` writes the commented sample config (a pip install has no sample-config.yaml).
 
 Plain text on stdout, one fact a line: it reads at any terminal width and greps well; or
@@ -186,6 +186,22 @@ def articles_json(config: Config) -> dict[str, object]:
     }
 
 
+def languages_lines(config: Config) -> list[str]:
+    """The languages answered in, the default, and in which of them the config words its
+    fixed phrases (the others are said as shipped: `gateway.answers.phrases`)."""
+    from gateway.config.model import Translations
+
+    a = config.answers
+    listed = ", ".join(a.languages) if a.languages else "any the detector knows"
+    lines = [f"languages: {listed} (default {a.default_language})"]
+    for name, text in [("handoff_message", a.handoff_message), *a.phrases]:
+        if isinstance(text, Translations):
+            lines.append(f"  {name}: {', '.join(code for code, _ in text.texts)}")
+        elif text is not None:
+            lines.append(f"  {name}: one text for every language")
+    return lines
+
+
 def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_json: bool) -> int:
     from cli.runtime import wiring
     from cli.runtime.exitcodes import ExitCode
@@ -230,6 +246,7 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
     for error in key_errors(config, environ):
         problems.append(str(error))
         listed.append(error.as_json())
+    out.extend(languages_lines(config))
     out.append(f"max_output_tokens: {config.max_output_tokens}")
     out.append(f"policy: {policy_text(config.policy)}")
 
@@ -268,6 +285,8 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
                 "prompt": None if config.prompt is None else str(config.prompt),
                 "max_output_tokens": config.max_output_tokens,
                 "articles": articles_json(config),
+                "languages": list(config.answers.languages),
+                "default_language": config.answers.default_language,
                 "policy": asdict(config.policy),
                 "deployments": [deployment_json(d, environ) for d in config.deployments],
                 "long_context": None if lc is None else deployment_json(lc, environ),

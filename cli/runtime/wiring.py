@@ -258,6 +258,7 @@ def prompting(
     `budget` tokens (None: no limit), else the passages that answer `query` (default: the
     question) best, up to the budget; `.within(tokens)` less, for a smaller window (the
     engine's Compactor)."""
+    from gateway.answers.phrases import wording
     from gateway.knowledge.prompting import Prompting
 
     return Prompting(
@@ -270,6 +271,7 @@ def prompting(
         query=query,
         turns=turns,
         language=language,
+        wording=() if language is None else wording(language.code, config.answers),
     )
 
 
@@ -310,38 +312,38 @@ def forced_language(flag: str | None) -> str | None:
     """--language as an ISO 639-1 code (`DE` is `de`); anything else is a usage error."""
     if flag is None:
         return None
-    from gateway.answers.language import ISO_639_1
+    from gateway.answers.language import code_problem
 
-    code = flag.strip().lower()
-    if not ISO_639_1.match(code):
-        raise CliError(
-            f"--language takes a two-letter ISO 639-1 code, not {flag!r}",
-            ExitCode.USAGE,
-            fix="e.g. --language de, --language pt",
-        )
-    return code
+    problem = code_problem(flag)
+    if problem is not None:
+        raise CliError(f"--language: {problem}", ExitCode.USAGE, fix="e.g. --language de")
+    return flag.strip().lower()
 
 
 def reply_language(
     config: Config, question: str, turns: Sequence[Turn], forced: str | None, warn: Warn
 ) -> Language:
-    """The language to reply in: --language, else the customer's (the current message's,
-    or too short to tell, their earlier messages'), else the default."""
-    from gateway.answers.language import DEFAULT_LANGUAGE, DetectorMissing, choose, fasttext_scores
+    """The language to reply in: --language, else the customer's among
+    `answers.languages` (the current message's, or too short to tell, their earlier
+    messages'), else `answers.default_language`."""
+    from gateway.answers.language import DetectorMissing, choose, fasttext_scores
     from gateway.model import Role
 
     earlier = [t.content for t in turns if t.role is Role.CUSTOMER]
+    default = config.answers.default_language
+    allowed = frozenset(config.answers.languages)
     try:
         return choose(
             question,
             earlier,
-            default=DEFAULT_LANGUAGE,
+            default=default,
+            allowed=allowed,
             forced=forced,
             scores=fasttext_scores,
         )
     except DetectorMissing as exc:
         warn(f"the customer's language cannot be detected ({exc}); reinstall support-ask")
-        return choose("", (), default=DEFAULT_LANGUAGE, forced=forced, scores=fasttext_scores)
+        return choose("", (), default=default, forced=forced, scores=fasttext_scores)
 
 
 def request_for(

@@ -10,4 +10,6 @@ that posts it: pure functions over text, no I/O.
     settle     a Result from the engine -> the same Result with `action`, `handoff`,
                `citations`; the not-covered handoff no model was asked for
     stream     the text a streaming customer sees, by the same rules as `settle`
+    phrases    every fixed sentence a customer may read (the handoff message, the offline
+               answer's words), in which languages, and which one is said
 """

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-from prompts import HANDOFF_MARKER, begins_not_covered, is_not_covered, not_covered
+from gateway.answers.phrases import Phrase, say
+from gateway.config.model import AnswerSettings
+from prompts import HANDOFF_MARKER, begins_not_covered, is_not_covered
 
 _MARKED = re.compile(r"\A\s*" + re.escape(HANDOFF_MARKER) + r"[ \t:\-\u2013\u2014]*([^\n]*)", re.I)
 _LONGEST_DETAIL = 200
@@ -44,7 +46,7 @@ def may_become_handoff(text: str, product: str) -> bool:
     return HANDOFF_MARKER.startswith(start) or begins_not_covered(text, product)
 
 
-def handoff_message(configured: str | None, product: str) -> str:
-    """What the customer reads on a handoff: `answers.handoff_message`, else the prompt's
-    not-covered sentence."""
-    return configured or not_covered(product)
+def handoff_message(settings: AnswerSettings, product: str, language: str | None = None) -> str:
+    """What the customer reads on a handoff, in their `language` (None: the default):
+    `answers.handoff_message`, else the not-covered sentence (`phrases`)."""
+    return say(Phrase.NOT_COVERED, language, settings, product=product)

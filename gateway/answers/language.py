@@ -24,24 +24,70 @@ from typing import Any
 # (language, probability) best first, for text on one line.
 Scores = Callable[[str], Sequence[tuple[str, float]]]
 
-DEFAULT_LANGUAGE = "en"
 MIN_LETTERS = 12  # fewer letters than this is "ok", "thanks!", an order number: too short
 MIN_PROBABILITY = 0.5  # a guess below this share among the allowed languages: no detection
 MIN_SEEN = 0.05  # an allowed language the model gives less than this is not what it saw
-ISO_639_1 = re.compile(r"[a-z]{2}\Z")
 
-# English names for the prompt's instruction; a code not here is named by its code.
+# Every ISO 639-1 code with its English name: what a config or `--language` may name,
+# and how the prompt's instruction names it.
 NAMES = {
-    "ar": "Arabic", "bg": "Bulgarian", "ca": "Catalan", "cs": "Czech", "da": "Danish",
-    "de": "German", "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian",
-    "fi": "Finnish", "fr": "French", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian",
-    "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese",
-    "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "nb": "Norwegian Bokmål",
-    "nl": "Dutch", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian", "sr": "Serbian",
-    "sv": "Swedish", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian", "vi": "Vietnamese",
-    "zh": "Chinese",
+    "aa": "Afar", "ab": "Abkhazian", "ae": "Avestan", "af": "Afrikaans", "ak": "Akan",
+    "am": "Amharic", "an": "Aragonese", "ar": "Arabic", "as": "Assamese", "av": "Avaric",
+    "ay": "Aymara", "az": "Azerbaijani", "ba": "Bashkir", "be": "Belarusian",
+    "bg": "Bulgarian", "bi": "Bislama", "bm": "Bambara", "bn": "Bengali", "bo": "Tibetan",
+    "br": "Breton", "bs": "Bosnian", "ca": "Catalan", "ce": "Chechen", "ch": "Chamorro",
+    "co": "Corsican", "cr": "Cree", "cs": "Czech", "cu": "Church Slavonic", "cv": "Chuvash",
+    "cy": "Welsh", "da": "Danish", "de": "German", "dv": "Divehi", "dz": "Dzongkha",
+    "ee": "Ewe", "el": "Greek", "en": "English", "eo": "Esperanto", "es": "Spanish",
+    "et": "Estonian", "eu": "Basque", "fa": "Persian", "ff": "Fula", "fi": "Finnish",
+    "fj": "Fijian", "fo": "Faroese", "fr": "French", "fy": "Western Frisian", "ga": "Irish",
+    "gd": "Scottish Gaelic", "gl": "Galician", "gn": "Guarani", "gu": "Gujarati",
+    "gv": "Manx", "ha": "Hausa", "he": "Hebrew", "hi": "Hindi", "ho": "Hiri Motu",
+    "hr": "Croatian", "ht": "Haitian Creole", "hu": "Hungarian", "hy": "Armenian",
+    "hz": "Herero", "ia": "Interlingua", "id": "Indonesian", "ie": "Interlingue",
+    "ig": "Igbo", "ii": "Sichuan Yi", "ik": "Inupiaq", "io": "Ido", "is": "Icelandic",
+    "it": "Italian", "iu": "Inuktitut", "ja": "Japanese", "jv": "Javanese",
+    "ka": "Georgian", "kg": "Kongo", "ki": "Kikuyu", "kj": "Kwanyama", "kk": "Kazakh",
+    "kl": "Greenlandic", "km": "Khmer", "kn": "Kannada", "ko": "Korean", "kr": "Kanuri",
+    "ks": "Kashmiri", "ku": "Kurdish", "kv": "Komi", "kw": "Cornish", "ky": "Kyrgyz",
+    "la": "Latin", "lb": "Luxembourgish", "lg": "Ganda", "li": "Limburgish",
+    "ln": "Lingala", "lo": "Lao", "lt": "Lithuanian", "lu": "Luba-Katanga", "lv": "Latvian",
+    "mg": "Malagasy", "mh": "Marshallese", "mi": "Maori", "mk": "Macedonian",
+    "ml": "Malayalam", "mn": "Mongolian", "mr": "Marathi", "ms": "Malay", "mt": "Maltese",
+    "my": "Burmese", "na": "Nauru", "nb": "Norwegian Bokmål", "nd": "North Ndebele",
+    "ne": "Nepali", "ng": "Ndonga", "nl": "Dutch", "nn": "Norwegian Nynorsk",
+    "no": "Norwegian", "nr": "South Ndebele", "nv": "Navajo", "ny": "Chichewa",
+    "oc": "Occitan", "oj": "Ojibwe", "om": "Oromo", "or": "Odia", "os": "Ossetian",
+    "pa": "Punjabi", "pi": "Pali", "pl": "Polish", "ps": "Pashto", "pt": "Portuguese",
+    "qu": "Quechua", "rm": "Romansh", "rn": "Kirundi", "ro": "Romanian", "ru": "Russian",
+    "rw": "Kinyarwanda", "sa": "Sanskrit", "sc": "Sardinian", "sd": "Sindhi",
+    "se": "Northern Sami", "sg": "Sango", "si": "Sinhala", "sk": "Slovak",
+    "sl": "Slovenian", "sm": "Samoan", "sn": "Shona", "so": "Somali", "sq": "Albanian",
+    "sr": "Serbian", "ss": "Swati", "st": "Southern Sotho", "su": "Sundanese",
+    "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "tg": "Tajik",
+    "th": "Thai", "ti": "Tigrinya", "tk": "Turkmen", "tl": "Tagalog", "tn": "Tswana",
+    "to": "Tongan", "tr": "Turkish", "ts": "Tsonga", "tt": "Tatar", "tw": "Twi",
+    "ty": "Tahitian", "ug": "Uyghur", "uk": "Ukrainian", "ur": "Urdu", "uz": "Uzbek",
+    "ve": "Venda", "vi": "Vietnamese", "vo": "Volapük", "wa": "Walloon", "wo": "Wolof",
+    "xh": "Xhosa", "yi": "Yiddish", "yo": "Yoruba", "za": "Zhuang", "zh": "Chinese",
+    "zu": "Zulu",
 }  # fmt: skip
+
+
+def code_problem(value: str) -> str | None:
+    """What keeps `value` (as written, case aside) from naming a language by its ISO 639-1
+    code, with the fix; None when it does."""
+    code = value.strip().lower()
+    if code in NAMES:
+        return None
+    said = f"{value!r} is not an ISO 639-1 language code"
+    base = re.split(r"[-_]", code, maxsplit=1)[0]
+    if base != code and base in NAMES:  # a locale: pt-BR, en_GB
+        return f"{said}: write {base} ({NAMES[base]}), the language without its region"
+    named = [c for c, name in NAMES.items() if name.casefold() == code.casefold()]
+    if named:
+        return f"{said}: write {named[0]} for {NAMES[named[0]]}"
+    return f"{said}: write the language's two-letter code, e.g. en, de, fr, es, pt"
 
 
 class Basis(StrEnum):

@@ -19,6 +19,8 @@ from dataclasses import replace
 
 from gateway.answers.citations import check
 from gateway.answers.handoff import handoff_detail, handoff_message
+from gateway.answers.language import ENGLISH
+from gateway.answers.phrases import SHIPPED, Phrase
 from gateway.answers.urls import public_url
 from gateway.config.model import AnswerSettings, CitationStyle
 from gateway.model import (
@@ -49,7 +51,7 @@ def settle(
     `url_base` give the citations their URLs."""
     if result.status is not Status.ANSWERED or result.answer is None:
         return result
-    message = handoff_message(settings.handoff_message, product)
+    message = handoff_message(settings, product, result.language)
     detail = handoff_detail(result.answer, product)
     if detail is not None:
         return _handed_off(result, message, Handoff(HandoffReason.MODEL, detail))
@@ -85,10 +87,11 @@ def not_covered(
     """The handoff of a question the help centre does not cover (`handoff`, as
     `gateway.knowledge.relevance.uncovered` decided for `request`): no deployment was
     asked, nothing was sent (no attempts, no tokens), the customer reads the handoff
-    message. `articles` are the passages the decision read."""
+    message, in the customer's language (`request.language`). `articles` are the passages
+    the decision read."""
     return Result(
         status=Status.ANSWERED,
-        answer=handoff_message(settings.handoff_message, request.product),
+        answer=handoff_message(settings, request.product, request.language),
         deployment=None,
         provider=None,
         model=None,
@@ -107,10 +110,13 @@ def not_covered(
     )
 
 
-def sources_text(citations: Sequence[Citation]) -> str:
-    """The "Sources" list the plain answer ends with: each cited passage's marker, its
-    article's title and its URL (its path when no URL is known). Empty: nothing cited."""
+def sources_text(citations: Sequence[Citation], heading: str | None = None) -> str:
+    """The "Sources" list the plain answer ends with, under `heading` (None: the English
+    one, `phrases`): each cited passage's marker, its article's title and its URL (its
+    path when no URL is known). Empty: nothing cited."""
     if not citations:
         return ""
+    if heading is None:
+        heading = SHIPPED[Phrase.SOURCES][ENGLISH]
     lines = [f"{marker(c.n)} {c.title}: {c.url or c.path}" for c in citations]
-    return "Sources:\n" + "\n".join(lines)
+    return f"{heading}\n" + "\n".join(lines)

@@ -42,6 +42,7 @@ from gateway.config.model import (
     Price,
     PrivacySettings,
     StateSettings,
+    Translations,
 )
 from gateway.model import ProviderKind
 
@@ -69,7 +70,7 @@ _RECORDS: dict[str, type] = {
         ArticleSettings,
         AnswerSettings,
     )
-} | {c.__name__: c for c in (PrivacySettings, MaskPattern)}
+} | {c.__name__: c for c in (PrivacySettings, MaskPattern, Translations)}
 
 
 # (which config, which state of it and of the code that validated it, may it be stored).

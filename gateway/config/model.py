@@ -180,12 +180,34 @@ class CitationStyle(StrEnum):
 
 
 @dataclass(frozen=True)
+class Translations:
+    """One sentence in several languages, as the config gives it (`{en: ..., de: ...}`):
+    (ISO 639-1 code, text) in the order written."""
+
+    texts: tuple[tuple[str, str], ...]
+
+    def get(self, code: str) -> str | None:
+        return next((text for lang, text in self.texts if lang == code), None)
+
+
+@dataclass(frozen=True)
 class AnswerSettings:
-    """What an answer must hold to be posted, and what a handoff says (`answers.*`)."""
+    """What an answer must hold to be posted, what a handoff says, and in which languages
+    (`answers.*`)."""
 
     citations: CitationStyle = CitationStyle.MARKERS
     require_citation: bool = False  # an answer citing nothing is handed off (`uncited`)
-    handoff_message: str | None = None  # None: the prompt's "not covered" sentence
+    # A string: the same for every language; a map: by language, the default's required.
+    # None: the not-covered sentence in the customer's language (`gateway.answers.phrases`).
+    handoff_message: str | Translations | None = None
+    # The languages the team answers in, ISO 639-1; empty: any the detector knows.
+    languages: tuple[str, ...] = ()
+    # The language when the customer's cannot be told, or is not one of `languages`: the
+    # first of them when they are listed and this is not.
+    default_language: str = "en"
+    # The config's own wording of the other fixed phrases (`gateway.answers.phrases`):
+    # (phrase, its text for every language, or by language).
+    phrases: tuple[tuple[str, str | Translations], ...] = ()
 
 
 @dataclass(frozen=True)

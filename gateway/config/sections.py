@@ -21,6 +21,7 @@ from gateway.config.model import (
     Policy,
     PrivacySettings,
     StateSettings,
+    Translations,
 )
 from gateway.config.urls import url_problem
 from gateway.config.walk import BOOL, INT, Walk, join
@@ -282,10 +283,129 @@ def read_answers(w: Walk, node: Node) -> AnswerSettings:
             check: Callable[[], object] = partial(_citation_style, w, value, key_path)
         elif key == "require_citation":
             check = partial(w.boolean, value, key_path)
+        elif key == "languages":
+            check = partial(_languages, w, value, key_path)
+        elif key == "default_language":
+            check = partial(_language_code, w, value, key_path)
+        elif key == "phrases":
+            check = partial(_phrases, w, value, key_path)
         else:
-            check = partial(_handoff_message, w, value, key_path)
+            check = partial(_wording, w, value, key_path, None)
         changes[key] = w.gather(getattr(settings, key), check)
-    return replace(settings, **changes)
+    if "languages" in changes and "default_language" not in entries and changes["languages"]:
+        changes["default_language"] = changes["languages"][0]
+    settings = replace(settings, **changes)
+    w.gather(None, partial(_default_language_listed, w, entries, settings))
+    worded = [("handoff_message", settings.handoff_message)]
+    worded += [(f"phrases.{name}", text) for name, text in settings.phrases]
+    for key, text in worded:
+        if isinstance(text, Translations) and text.get(settings.default_language) is None:
+            default = settings.default_language
+            w.gather(
+                None,
+                partial(
+                    w.fail,
+                    entries["phrases" if key.startswith("phrases.") else key][1],
+                    f"answers.{key}",
+                    f"gives no {default} text, the default language's (what a customer "
+                    f"of a language without a text of its own reads): add `{default}: ...`",
+                ),
+            )
+    return settings
+
+
+def _language_code(w: Walk, node: Node, path: str) -> str:
+    from gateway.answers.language import code_problem
+
+    code = w.text(node, path).strip()
+    problem = code_problem(code)
+    if problem is not None:
+        w.fail(node, path, problem)
+    return code.lower()
+
+
+def _languages(w: Walk, node: Node, path: str) -> tuple[str, ...]:
+    from yaml import SequenceNode
+
+    if w.is_null(node):
+        return ()
+    if not isinstance(node, SequenceNode) or not node.value:
+        w.fail(
+            node,
+            path,
+            f"expected a list of ISO 639-1 codes such as [en, de], got {w.describe(node)} "
+            "(leave the key out for any language)",
+        )
+    codes: list[str] = []
+    for i, item in enumerate(node.value):
+        code = w.gather(None, partial(_language_code, w, item, f"{path}[{i}]"))
+        if code in codes:
+            w.note(item, f"{path}[{i}]", f"{code} is listed twice; keep one")
+        elif code is not None:
+            codes.append(code)
+    return tuple(codes)
+
+
+def _default_language_listed(w: Walk, entries: dict[str, Any], settings: AnswerSettings) -> None:
+    listed = settings.languages
+    if "default_language" not in entries or not listed or settings.default_language in listed:
+        return
+    code = settings.default_language
+    w.fail(
+        entries["default_language"][1],
+        "answers.default_language",
+        f"{code} is not one of answers.languages ({', '.join(listed)}): add {code} to "
+        "answers.languages, or make the default one of them",
+    )
+
+
+def _wording(w: Walk, node: Node, path: str, phrase: str | None) -> str | Translations | None:
+    """A fixed phrase as the config words it: one text for every language, or a map by
+    language; `phrase` names the one it words (None: the handoff message)."""
+    from yaml import MappingNode
+
+    if not isinstance(node, MappingNode):
+        text = w.optional_text(node, path)
+        return None if text is None else _phrase_text(w, node, path, phrase, text)
+    texts: list[tuple[str, str]] = []
+    for key_node, value_node in w.pairs(node, path):
+        where = f"{path}.{key_node.value}"
+        code = w.gather(None, partial(_language_code, w, key_node, where))
+        text = w.gather(None, partial(w.text, value_node, where))
+        if code is not None and text is not None:
+            texts.append((code, _phrase_text(w, value_node, where, phrase, text)))
+    return Translations(tuple(texts))
+
+
+def _phrase_text(w: Walk, node: Node, path: str, phrase: str | None, text: str) -> str:
+    from gateway.answers.phrases import Phrase, missing_placeholders
+
+    text = " ".join(text.split())
+    missing = () if phrase is None else missing_placeholders(Phrase(phrase), text)
+    if missing:
+        needed = ", ".join("{" + name + "}" for name in missing)
+        w.fail(node, path, f"must hold {needed}, where it is filled in")
+    return text
+
+
+def _phrases(w: Walk, node: Node, path: str) -> tuple[tuple[str, str | Translations], ...]:
+    from gateway.answers.phrases import CONFIGURABLE
+
+    if w.is_null(node):
+        return ()
+    names = [str(p) for p in CONFIGURABLE]
+    entries = w.mapping(
+        node,
+        path,
+        names,
+        where=" in answers.phrases (the handoff's sentence is answers.handoff_message)",
+    )
+    worded = []
+    for name, (_, value) in entries.items():
+        text = w.gather(None, partial(_wording, w, value, f"{path}.{name}", name))
+        if text is not None:
+            worded.append((name, text))
+    return tuple(worded)
 
 
 def _citation_style(w: Walk, node: Node, path: str) -> CitationStyle:
@@ -300,11 +420,6 @@ def _citation_style(w: Walk, node: Node, path: str) -> CitationStyle:
             "the sources to a channel that shows them from the JSON)",
         )
     return CitationStyle(node.value)
-
-
-def _handoff_message(w: Walk, node: Node, path: str) -> str | None:
-    text = w.optional_text(node, path)
-    return None if text is None else " ".join(text.split())
 
 
 def read_log(w: Walk, node: Node) -> LogSettings:

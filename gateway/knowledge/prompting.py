@@ -31,6 +31,7 @@ class Prompting:
         query: str | Query | None = None,
         turns: tuple[Turn, ...] = (),
         language: Language | None = None,
+        wording: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.template = template
         self.product = product
@@ -40,6 +41,7 @@ class Prompting:
         self.query = question if query is None else query
         self.turns = turns  # the chat before the question, oldest first
         self.language = language  # the language to reply in; None: as the prompt says
+        self.wording = wording  # the fixed phrases in that language (`Request.wording`)
         self.max_output_tokens = max_output_tokens
         self.index = index
         self.budget = budget
@@ -88,4 +90,5 @@ class Prompting:
             turns_left_out=turns[1],
             turn_tokens=sum(estimate(t.content) for t in turns[0]),
             language=None if self.language is None else self.language.code,
+            wording=self.wording,
         )

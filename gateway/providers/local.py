@@ -9,7 +9,8 @@ articles it was given. A navigation page (a book index, a table of contents) is 
 answered from. When the help centre does not cover the question (`relevance`: its best
 answering passage below the default relevance floor), it hands off as the prompt says:
 the handoff marker with its reason, then the "not covered" sentence. A question of
-stopwords only is not covered.
+stopwords only is not covered. Its own words (the article's naming, the not-covered
+sentence) are the request's `wording`: in the customer's language (`gateway.answers.phrases`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from gateway.answers.phrases import Phrase, said
 from gateway.config import Deployment
 from gateway.model import PageKind, Reply, Request, Source, TextSink
-from prompts import HANDOFF_MARKER, WORD_LIMIT, marker, not_covered
+from prompts import HANDOFF_MARKER, WORD_LIMIT, marker
 
 if TYPE_CHECKING:
     from gateway.knowledge.extract import Unit
@@ -88,10 +90,11 @@ def answer(request: Request, words: int = WORD_LIMIT) -> str:
     them, or the handoff."""
     found = answering(request)
     if not _covered(request, found):
-        return f"{HANDOFF_MARKER} {NOT_COVERED_REASON}\n{not_covered(request.product)}"
+        sentence = said(Phrase.NOT_COVERED, request.wording, product=request.product)
+        return f"{HANDOFF_MARKER} {NOT_COVERED_REASON}\n{sentence}"
     from gateway.knowledge.extract import choose, plain, units
 
-    prefix = f"From \u201c{found[0].title}\u201d:"
+    prefix = said(Phrase.FROM_ARTICLE, request.wording, title=found[0].title)
     every = units([s.text for s in found])
     weights = _weights(request)
     room = words - len(prefix.split()) - len(found)  # a marker a passage, at most

@@ -4,6 +4,7 @@ import pytest
 
 from gateway.answers.handoff import handoff_detail, handoff_message
 from gateway.answers.stream import AnswerStream
+from gateway.config import AnswerSettings
 from prompts import not_covered
 
 PRODUCT = "Acme Cloud"
@@ -32,8 +33,9 @@ def test_a_long_reason_is_cut_short() -> None:
 
 
 def test_the_handoff_message_is_the_configured_one_else_the_prompts_sentence() -> None:
-    assert handoff_message(None, PRODUCT) == SENTENCE
-    assert handoff_message("A person will reply soon.", PRODUCT) == "A person will reply soon."
+    assert handoff_message(AnswerSettings(), PRODUCT) == SENTENCE
+    configured = AnswerSettings(handoff_message="A person will reply soon.")
+    assert handoff_message(configured, PRODUCT) == "A person will reply soon."
 
 
 def stream_of(deltas: list[str], **options: object) -> tuple[list[str], str, bool]:
