@@ -1497,7 +1497,14 @@ articles:
 answers:
   citations: none
   require_citation: true
-  handoff_message: A person from our team will reply shortly.
+  handoff_message:
+    en: A person from our team will reply shortly.
+    de: Ein Mitarbeiter antwortet Ihnen in Kürze.
+  languages: [en, de]
+  default_language: en
+  phrases:
+    from_article: {en: "See {title}:", de: "Siehe {title}:"}
+    sources: Links
 """
 
 

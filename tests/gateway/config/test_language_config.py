@@ -3,14 +3,10 @@ offline phrases as teams write them; every mistake named with its line, key and 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from gateway.config import AnswerSettings, ConfigError, load_config, load_default_config
-from gateway.config import cache as config_cache
-from gateway.config import validate as config_validate
-from gateway.config.model import Config, Translations
+from gateway.config import AnswerSettings, ConfigError, load_default_config
+from gateway.config.model import Translations
 from gateway.config.validate import load_config_text
 
 BASE = """\
@@ -128,28 +124,3 @@ def test_a_phrase_without_its_placeholder_or_unknown_is_named() -> None:
         "from_article, sources",
         "team.yaml:6: answers.phrases.from_article.en: must hold {title}, where it is filled in",
     ]
-
-
-def test_a_config_with_translations_comes_back_the_same_from_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(config_cache, "_SETTLE_FINE_S", 0.0)
-    monkeypatch.setattr(config_cache, "_SETTLE_COARSE_S", 0.0)
-    seen: list[str] = []
-    real = config_validate.load_config_text
-
-    def counting(text: str, source: str, *, base_dir: Path | None = None) -> Config:
-        seen.append(source)
-        return real(text, source, base_dir=base_dir)
-
-    monkeypatch.setattr(config_validate, "load_config_text", counting)
-    path = tmp_path / "team.yaml"
-    path.write_text(
-        BASE + "answers:\n  languages: [de, en]\n  handoff_message: {de: Gleich., en: Soon.}\n"
-        "  phrases: {sources: {de: Links, en: Links}}\n"
-    )
-    first, second = load_config(path), load_config(path)
-    assert len(seen) == 1  # the second came from the cache
-    assert second.answers == first.answers
-    assert second.answers.handoff_message == Translations((("de", "Gleich."), ("en", "Soon.")))
