@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from gateway.answers.phrases import SHIPPED, Phrase
 from gateway.answers.settle import UNCITED_DETAIL, not_covered, settle, sources_text
 from gateway.config import AnswerSettings, CitationStyle
 from gateway.model import (
@@ -117,7 +118,8 @@ def test_a_question_not_covered_is_handed_off_without_any_attempt() -> None:
         handoff,
     )
     assert result.attempts == () and result.deployment is None and result.input_tokens == 0
-    assert result.answer == sentence(PRODUCT)
+    # In the customer's language: the not-covered sentence as shipped in German.
+    assert result.answer == SHIPPED[Phrase.NOT_COVERED]["de"].replace("{product}", PRODUCT)
     assert result.articles == SENT  # what the decision read, for the JSON
     assert (result.language, result.turns, result.turns_left_out) == ("de", 1, 1)
     assert result.handoff.as_json() == {"reason": "not_covered", "detail": "nothing close"}
