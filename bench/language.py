@@ -1,8 +1,10 @@
 """14. The customer's language: the detector's accuracy on short customer messages in
 seven languages (bench/messages-language.txt); an offline question in a fresh process,
 its language detected, against the same question with the language forced (no
-detector); one detection against the words the help centre is searched for
-(`query_terms`, which every question already pays).
+detector); a plainly English question in a fresh process on the commits that brought
+detection against the tree before them (`DETECTION`, each exported with `git archive`
+into the scratch folder, the sides taking turns); one detection against the words the
+help centre is searched for (`query_terms`, which every question already pays).
 
 The other candidates were measured once, by hand, in a scratch environment (they are not
 dependencies); their figures are in bench/RESULTS.md.
@@ -21,6 +23,10 @@ from bench.stats import Measure, Row, Summary, Target, Unit, paired
 
 GROUP = "14 language"
 MESSAGES = Path(__file__).with_name("messages-language.txt")
+ROOT = Path(__file__).resolve().parent.parent
+# The commit that brought the plainly English shortcut (on the one that brought detection)
+# and the tree before detection: the other changes since are in neither.
+DETECTION = ("386a331", "b3814ca^")
 
 
 def messages() -> list[tuple[str, str]]:
@@ -64,9 +70,29 @@ def _accuracy() -> list[Row]:
     return out
 
 
-def _question(ctx: Context, text: str, what: str) -> Row:
-    """What detecting costs a whole offline question: the same question in a fresh
-    process, its language detected, against `--language en` (no detector)."""
+def _tree(ctx: Context, commit: str) -> Path:
+    """`commit` exported into the scratch folder (once per run)."""
+    folder = ctx.folder("language") / f"support-ask-{commit.replace('^', '-parent')}"
+    if not (folder / "gateway").is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def _question(
+    ctx: Context,
+    text: str,
+    what: str,
+    *,
+    trees: tuple[Path, Path] = (ROOT, ROOT),
+    flags: tuple[tuple[str, ...], tuple[str, ...]] = ((), ("--language", "en")),
+    baseline: str = "the same with --language en (no detector)",
+) -> Row:
+    """What a question costs in a fresh process: the candidate (the first of `trees` with
+    the first of `flags`) against the baseline (the second of each), turn about."""
     from bench.docsets import EXAMPLES_KB
 
     config = ctx.folder("language") / "config.yaml"
@@ -77,12 +103,14 @@ def _question(ctx: Context, text: str, what: str) -> Row:
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["SUPPORT_ASK_STATE"] = str(ctx.scratch / "language-state.json")
-    question = [*ctx.support_ask, "-c", str(config), "-a", str(EXAMPLES_KB), "-q"]
-    question.append(text)
+    question = [*ctx.support_ask, "-c", str(config), "-a", str(EXAMPLES_KB), "-q", text]
 
-    def timed(*extra: str) -> float:
+    def timed(side: int) -> float:
         began = time.perf_counter()
-        done = subprocess.run([*question, *extra], capture_output=True, env=env)
+        # `python -m cli` in the tree's folder: that tree's code is first on sys.path.
+        done = subprocess.run(
+            [*question, *flags[side]], capture_output=True, env=env, cwd=trees[side]
+        )
         # The offline deployment hands a German question over English articles off (exit
         # 5): an ending as complete as an answer, and the one whose cost is measured here.
         if done.returncode not in (0, 5):
@@ -92,22 +120,34 @@ def _question(ctx: Context, text: str, what: str) -> Row:
         return time.perf_counter() - began
 
     for _ in range(ctx.sizes.proc_warmup):
-        timed()
-        timed("--language", "en")
-    cand: list[float] = []
-    base: list[float] = []
+        timed(0)
+        timed(1)
+    taken: tuple[list[float], list[float]] = ([], [])
     for i in range(ctx.sizes.proc_rounds):
-        pair = ((cand, ()), (base, ("--language", "en")))
-        for out, extra in pair if i % 2 == 0 else pair[::-1]:
-            out.append(timed(*extra))
+        for side in (0, 1) if i % 2 == 0 else (1, 0):
+            taken[side].append(timed(side))
     return Row(
         GROUP,
         f"offline question, fresh process, {what}",
         Unit.MILLIS,
-        Summary.of(cand),
-        Summary.of(base),
-        "the same with --language en (no detector)",
+        Summary.of(taken[0]),
+        Summary.of(taken[1]),
+        baseline,
         Target.at_most(Measure.RATIO, 1.25, "<= 1.25x"),
+    )
+
+
+def _before_detection(ctx: Context, text: str) -> Row:
+    """A plainly English question on the detection commits against the tree before them."""
+    what = f"plainly English: detection ({DETECTION[0]}) against the tree before it"
+    try:
+        trees = (_tree(ctx, DETECTION[0]), _tree(ctx, DETECTION[1]))
+    except (OSError, subprocess.CalledProcessError):
+        # A checkout without those commits (a shallow clone): nothing to compare with.
+        note = f"skipped: commit {DETECTION[1]} is not in this checkout"
+        return Row(GROUP, f"offline question, fresh process, {what}", Unit.MILLIS, note=note)
+    return _question(
+        ctx, text, what, trees=trees, flags=((), ()), baseline=f"the same at {DETECTION[1]}"
     )
 
 
@@ -140,5 +180,6 @@ def run(ctx: Context) -> list[Row]:
         *_accuracy(),
         _question(ctx, german, "German: the detector loaded"),
         _question(ctx, english, "plainly English: no detector"),
+        _before_detection(ctx, english),
         _detect(ctx),
     ]
