@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from gateway.model import Action, Result
 from gateway.observe.golden import GoldenQuestion
-from gateway.observe.retrieval import matches
+from gateway.observe.retrieval import HandoffShares, matches, rounded, share
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,8 @@ class Asked:
         }
 
 
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
 @dataclass(frozen=True)
-class AskedTotals:
+class AskedTotals(HandoffShares):
     answerable: int
     unanswerable: int
     answered: int  # every question with action `answer`
@@ -89,21 +85,10 @@ class AskedTotals:
     dropped_answers: int  # answers with at least one marker dropped
 
     @property
-    def handoff_recall(self) -> float | None:
-        return _share(self.handed_off, self.unanswerable)
-
-    @property
-    def false_handoff_rate(self) -> float | None:
-        return _share(self.false_handoffs, self.answerable)
-
-    @property
     def cited_rate(self) -> float | None:
-        return _share(self.cites_answering, self.answered_answerable)
+        return share(self.cites_answering, self.answered_answerable)
 
     def as_json(self) -> dict[str, object]:
-        def rounded(share: float | None) -> float | None:
-            return None if share is None else round(share, 4)
-
         return {
             "answered": self.answered,
             "handoffs": dict(self.handoffs),

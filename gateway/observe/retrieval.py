@@ -91,12 +91,35 @@ def judge(question: GoldenQuestion, index: Index, budget: int | None) -> Judged:
     return Judged(question, relevance(question.text, selection.sources, index), sent, found)
 
 
-def _share(part: int, whole: int) -> float | None:
+def share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
+def rounded(value: float | None) -> float | None:
+    """A share as the JSON reports it."""
+    return None if value is None else round(value, 4)
+
+
+class HandoffShares:
+    """What handoff recall and the false-handoff rate mean, for every total that counts them
+    (retrieval's here, and the asked answers' in gateway.observe.grounding)."""
+
+    answerable: int
+    unanswerable: int
+    handed_off: int  # unanswerable, handed off
+    false_handoffs: int  # answerable, handed off
+
+    @property
+    def handoff_recall(self) -> float | None:
+        return share(self.handed_off, self.unanswerable)
+
+    @property
+    def false_handoff_rate(self) -> float | None:
+        return share(self.false_handoffs, self.answerable)
+
+
 @dataclass(frozen=True)
-class Totals:
+class Totals(HandoffShares):
     """The figures at one floor. A share is None when it has no question to count."""
 
     floor: float
@@ -108,20 +131,9 @@ class Totals:
 
     @property
     def recall(self) -> float | None:
-        return _share(self.found, self.answerable)
-
-    @property
-    def handoff_recall(self) -> float | None:
-        return _share(self.handed_off, self.unanswerable)
-
-    @property
-    def false_handoff_rate(self) -> float | None:
-        return _share(self.false_handoffs, self.answerable)
+        return share(self.found, self.answerable)
 
     def as_json(self) -> dict[str, object]:
-        def rounded(share: float | None) -> float | None:
-            return None if share is None else round(share, 4)
-
         return {
             "floor": self.floor,
             "answerable": self.answerable,
