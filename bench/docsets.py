@@ -187,6 +187,18 @@ def check_evidence(questions: list[Question], by_path: Mapping[str, Page]) -> li
     return problems
 
 
+def checked_questions(docset: DocSet, folder: Path) -> list[Question]:
+    """The set's questions, each checked against the pages copied to `folder`: a question
+    whose evidence is no longer on its page would measure nothing."""
+    from bench.procs import RunFailed
+
+    questions = load_questions(QUESTIONS[docset.name])
+    problems = check_evidence(questions, {p.path: p for p in read_pages(folder, docset.suffixes)})
+    if problems:
+        raise RunFailed("the questions no longer match the pages:\n" + "\n".join(problems))
+    return questions
+
+
 def _html_page(title: str, sections: Iterator[tuple[str, str]]) -> str:
     body = "".join(f"<h2>{html.escape(h)}</h2>\n<p>{html.escape(t)}</p>\n" for h, t in sections)
     return (

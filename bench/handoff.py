@@ -40,10 +40,9 @@ from bench.docsets import (
     PG_DOC,
     QUESTIONS,
     DocSet,
-    check_evidence,
+    checked_questions,
     copy_pages,
     load_questions,
-    read_pages,
 )
 from bench.procs import Command, RunFailed, child_env, interleave, run_once
 from bench.stats import Measure, Row, Summary, Target, Unit
@@ -107,12 +106,7 @@ def run(ctx: Context) -> list[Row]:
     for docset in _docsets(ctx):
         folder = ctx.folder(f"handoff-{docset.name.replace('/', '-')}")
         copy_pages(docset.folder, folder, docset.suffixes)
-        questions = load_questions(QUESTIONS[docset.name])
-        problems = check_evidence(
-            questions, {p.path: p for p in read_pages(folder, docset.suffixes)}
-        )
-        if problems:
-            raise RunFailed("the questions no longer match the pages:\n" + "\n".join(problems))
+        checked_questions(docset, folder)  # raises when the evidence left its page
         index = open_centre(
             [folder], limits=ArticleCaps(), cache_dir=lambda: ctx.folder("handoff-cache"),
             whole=budget is None, warn=lambda _: None, keep=docset is not KB,

@@ -47,10 +47,9 @@ from bench.docsets import (
     QUESTIONS,
     ROOT,
     DocSet,
-    check_evidence,
+    checked_questions,
     copy_pages,
     load_questions,
-    read_pages,
 )
 from bench.procs import Run, RunFailed, child_env, run_once
 from bench.stats import Measure, Row, Summary, Target, Unit
@@ -120,12 +119,7 @@ def run(ctx: Context) -> list[Row]:
     for docset in _docsets(ctx):
         folder = ctx.folder(f"offline-{docset.name.replace('/', '-')}")
         copy_pages(docset.folder, folder, docset.suffixes)
-        questions = load_questions(QUESTIONS[docset.name])
-        problems = check_evidence(
-            questions, {p.path: p for p in read_pages(folder, docset.suffixes)}
-        )
-        if problems:
-            raise RunFailed("the questions no longer match the pages:\n" + "\n".join(problems))
+        checked_questions(docset, folder)  # raises when the evidence left its page
         items = _items(docset)
         navigation = _navigation_pages(folder, docset, items)
         group = f"16 offline, {docset.name}"

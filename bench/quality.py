@@ -37,13 +37,11 @@ from bench.context import Context
 from bench.docsets import (
     GIT_DOC,
     KB,
-    QUESTIONS,
     DocSet,
     Page,
     Question,
-    check_evidence,
+    checked_questions,
     copy_pages,
-    load_questions,
     read_pages,
 )
 from bench.loopback import Loopback
@@ -109,10 +107,7 @@ def run(ctx: Context) -> list[Row]:
     folder = ctx.folder("quality-docs")
     size = copy_pages(docset.folder, folder, docset.suffixes)
     pages = read_pages(folder, docset.suffixes)
-    questions = load_questions(QUESTIONS[docset.name])
-    problems = check_evidence(questions, {p.path: p for p in pages})
-    if problems:
-        raise RunFailed("the questions no longer match the pages:\n" + "\n".join(problems))
+    questions = checked_questions(docset, folder)
     print(f"#   {docset.name}: {size}; {len(questions)} questions", file=sys.stderr)
     baseline = _baseline(pages, required=ctx.sizes.real_docs)
 
