@@ -242,6 +242,9 @@ class Request:
     # The fixed phrases in that language as the config words them, (name, template), for
     # the offline deployment (`gateway.answers.phrases`); empty: English.
     wording: tuple[tuple[str, str], ...] = ()
+    # The team's relevance floor (`articles.min_relevance`), for the offline deployment's
+    # own handoff; None: the default floor. A floor of 0 turns its handoff off too.
+    min_relevance: float | None = None
 
     @property
     def text(self) -> str:

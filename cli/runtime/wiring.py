@@ -272,6 +272,7 @@ def prompting(
         turns=turns,
         language=language,
         wording=() if language is None else wording(language.code, config.answers),
+        min_relevance=config.articles.min_relevance,
     )
 
 

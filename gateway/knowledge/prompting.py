@@ -32,6 +32,7 @@ class Prompting:
         turns: tuple[Turn, ...] = (),
         language: Language | None = None,
         wording: tuple[tuple[str, str], ...] = (),
+        min_relevance: float | None = None,
     ) -> None:
         self.template = template
         self.product = product
@@ -42,6 +43,7 @@ class Prompting:
         self.turns = turns  # the chat before the question, oldest first
         self.language = language  # the language to reply in; None: as the prompt says
         self.wording = wording  # the fixed phrases in that language (`Request.wording`)
+        self.min_relevance = min_relevance  # `Request.min_relevance`
         self.max_output_tokens = max_output_tokens
         self.index = index
         self.budget = budget
@@ -91,4 +93,5 @@ class Prompting:
             turn_tokens=sum(estimate(t.content) for t in turns[0]),
             language=None if self.language is None else self.language.code,
             wording=self.wording,
+            min_relevance=self.min_relevance,
         )

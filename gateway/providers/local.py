@@ -7,8 +7,9 @@ place among the sources sent) as the prompt asks a model to. When the passages w
 chosen by rank already, it reads those without ranking again; otherwise it ranks the
 articles it was given. A navigation page (a book index, a table of contents) is never
 answered from. When the help centre does not cover the question (`relevance`: its best
-answering passage below the default relevance floor), it hands off as the prompt says:
-the handoff marker with its reason, then the "not covered" sentence. A question of
+answering passage below the team's relevance floor, `Request.min_relevance`, else the
+default), it hands off as the prompt says: the handoff marker with its reason, then the
+"not covered" sentence. A question of
 stopwords only is not covered. Its own words (the article's naming, the not-covered
 sentence) are the request's `wording`: in the customer's language (`gateway.answers.phrases`).
 """
@@ -73,16 +74,18 @@ def _ranked_here(request: Request) -> list[Source]:
 
 def _covered(request: Request, found: list[Source]) -> bool:
     """Whether the help centre covers the question, by the one rule every answering path
-    asks (`relevance.uncovered`, at the default floor): over the prompt's passages as the
-    selection scored them, or those ranked here, which carry the same coverage."""
+    asks (`relevance.uncovered`, at the team's floor, else the default): over the prompt's
+    passages as the selection scored them, or those ranked here, which carry the same
+    coverage."""
     from gateway.knowledge.query import Query
-    from gateway.knowledge.relevance import uncovered
+    from gateway.knowledge.relevance import DEFAULT_MIN_RELEVANCE, uncovered
 
     if not found:
         return False
     query = Query.of_chat(request.question, request.turns)
     scored = any(s.score is not None for s in request.sources)
-    return uncovered(query, request.sources if scored else found, None) is None
+    floor = DEFAULT_MIN_RELEVANCE if request.min_relevance is None else request.min_relevance
+    return uncovered(query, request.sources if scored else found, None, floor) is None
 
 
 def answer(request: Request, words: int = WORD_LIMIT) -> str:

@@ -130,6 +130,36 @@ def test_the_configured_message_floor_and_log_apply(tmp_path: Path, calls: Calls
     assert len(calls.made) == 1
 
 
+# Only the offline deployment, as a new user with no key has it.
+OFFLINE = """\
+product: Acme Cloud
+deployments:
+  - {name: local, provider: local, context_window: 1000000}
+"""
+# Holds "refund" of refunds.md, and little else of it: under the default floor.
+WEAK = "Can I get a refund on my groceries at the supermarket?"
+
+
+def test_the_offline_deployment_answers_and_hands_off_at_the_teams_floor(
+    tmp_path: Path, calls: Calls
+) -> None:
+    config = tmp_path / "support-ask.yaml"
+    config.write_text(OFFLINE)
+    handed = ask(WEAK, "--json")
+    assert handed.exit_code == 5, handed.output
+    assert json.loads(handed.stdout)["handoff"]["reason"] == "not_covered"
+    # A floor of 0 turns the handoff off for the offline deployment too: it answers from
+    # the one article that holds a word of the question, not with a handoff of its own.
+    config.write_text(OFFLINE + "articles:\n  min_relevance: 0\n")
+    answered = ask(WEAK, "--json")
+    assert answered.exit_code == 0, answered.output
+    result = json.loads(answered.stdout)
+    assert (result["action"], result["deployment"]) == ("answer", "local")
+    assert [c["path"].rsplit("/", 1)[-1] for c in result["citations"]] == ["refunds.md"]
+    assert "five days" in result["answer"]
+    assert calls.made == []
+
+
 def test_without_a_help_centre_the_model_is_asked(calls: Calls) -> None:
     out = run(["ask", ELSEWHERE, "-q"])
     assert out.exit_code == 0, out.output
