@@ -176,6 +176,22 @@ class MessageStream:
         )
 
 
+def base_url(deployment: Deployment) -> str:
+    """The API's root, from a base_url given with or without the version segment."""
+    return (deployment.base_url or ANTHROPIC_BASE_URL).rstrip("/").removesuffix("/v1")
+
+
+def message_body(request: Request, *, model: str | None) -> dict[str, object]:
+    """A Messages request's body (without `stream`): what a Message Batch's `params` hold."""
+    body: dict[str, object] = {"model": model, "max_tokens": request.max_output_tokens}
+    if request.system:
+        body["system"] = request.system
+    body["messages"] = [
+        {"role": ROLES[role], "content": text} for role, text in alternating(request)
+    ]
+    return body
+
+
 class AnthropicProvider(HttpProvider):
     def __init__(
         self,
@@ -186,8 +202,7 @@ class AnthropicProvider(HttpProvider):
         clock: Clock | None = None,
     ) -> None:
         self._model = deployment.model
-        # Accept a base_url given with or without the version segment.
-        base = (deployment.base_url or ANTHROPIC_BASE_URL).rstrip("/").removesuffix("/v1")
+        base = base_url(deployment)
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if key is not None:
             headers["x-api-key"] = key.reveal()
@@ -200,14 +215,7 @@ class AnthropicProvider(HttpProvider):
         )
 
     def _body(self, request: Request, *, stream: bool) -> dict[str, object]:
-        body: dict[str, object] = {"model": self._model, "max_tokens": request.max_output_tokens}
-        if request.system:
-            body["system"] = request.system
-        body["messages"] = [
-            {"role": ROLES[role], "content": text} for role, text in alternating(request)
-        ]
-        body["stream"] = stream
-        return body
+        return {**message_body(request, model=self._model), "stream": stream}
 
     def _parse(self, data: object) -> Reply:
         return parse_message(data, now=self._now())

@@ -217,6 +217,18 @@ class GenerateStream:
         )
 
 
+def generate_body(request: Request) -> dict[str, object]:
+    """A GenerateContentRequest: what a batch's inlined request holds too."""
+    body: dict[str, object] = {}
+    if request.system:
+        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    body["contents"] = [
+        {"role": ROLES[role], "parts": [{"text": text}]} for role, text in alternating(request)
+    ]
+    body["generationConfig"] = {"maxOutputTokens": request.max_output_tokens}
+    return body
+
+
 class GeminiProvider(HttpProvider):
     def __init__(
         self,
@@ -241,14 +253,7 @@ class GeminiProvider(HttpProvider):
         return self._stream if stream else self._endpoint
 
     def _body(self, request: Request, *, stream: bool) -> dict[str, object]:
-        body: dict[str, object] = {}
-        if request.system:
-            body["systemInstruction"] = {"parts": [{"text": request.system}]}
-        body["contents"] = [
-            {"role": ROLES[role], "parts": [{"text": text}]} for role, text in alternating(request)
-        ]
-        body["generationConfig"] = {"maxOutputTokens": request.max_output_tokens}
-        return body
+        return generate_body(request)
 
     def _parse(self, data: object) -> Reply:
         return parse_generate(data, now=self._now())

@@ -1,0 +1,169 @@
+"""The Gemini API's batch mode.
+
+The wire, as python-genai's `batches.py` and the REST reference send it:
+`POST {root}/models/{model}:batchGenerateContent` with `{"batch": {"display_name",
+"input_config": {"requests": {"requests": [{"request", "metadata": {"key"}}]}}}}`, each
+`request` exactly the GenerateContentRequest the chat adapter sends; the reply is a
+long-running operation named `batches/{id}`, and `GET {root}/batches/{id}` gives it
+again: `metadata` holds the batch (`state`: BATCH_STATE_PENDING, _RUNNING, _SUCCEEDED,
+_FAILED, _CANCELLED, _EXPIRED; the SDK names them JOB_STATE_*, and both are read;
+`batchStats`: requestCount, successfulRequestCount, failedRequestCount,
+pendingRequestCount, as int64 strings), and once `done`, `response` holds
+`inlinedResponses.inlinedResponses[]` (each `{"response"}` or `{"error": {"code",
+"message", "status"}}`, with its `metadata`, in the order sent) or a `responsesFile`
+of JSON Lines (`{"key", "response" | "error"}`) at `/download/{version}/{file}:download`.
+A response that names no key is matched by its place, as the API keeps the order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from gateway.model import ProviderError
+from gateway.providers.batchapi.records import (
+    BatchState,
+    Counts,
+    Entry,
+    ItemKind,
+    ItemResult,
+    Snapshot,
+)
+from gateway.providers.batchapi.wire import BatchHttp
+from gateway.providers.gemini import api_root, generate_body, parse_generate
+from gateway.providers.jsonshape import as_dict, as_list, as_str
+
+if TYPE_CHECKING:
+    import httpx
+
+    from gateway.config import Deployment
+    from gateway.seams import Clock
+    from gateway.secrets.key import Secret
+
+_STATES = {
+    "PENDING": BatchState.RUNNING,
+    "RUNNING": BatchState.RUNNING,
+    "SUCCEEDED": BatchState.ENDED,
+    "CANCELLED": BatchState.ENDED,
+    "EXPIRED": BatchState.ENDED,
+    "FAILED": BatchState.FAILED,
+}
+# A job that ended without running them all: what it left unrun is this.
+_UNRUN = {"CANCELLED": ItemKind.CANCELED, "EXPIRED": ItemKind.EXPIRED}
+
+
+def _state(value: str) -> str:
+    return value.removeprefix("BATCH_STATE_").removeprefix("JOB_STATE_")
+
+
+def _count(value: object) -> int:
+    try:
+        return int(str(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+class GeminiBatches:
+    def __init__(
+        self,
+        deployment: Deployment,
+        key: Secret | None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._root = api_root(deployment.base_url)
+        self._model = quote((deployment.model or "").removeprefix("models/"), safe="")
+        headers = {} if key is None else {"x-goog-api-key": key.reveal()}
+        self._http = BatchHttp(headers, transport=transport, clock=clock)
+        self._last: dict[str, object] = {}  # the operation last seen, for its inline results
+
+    def submit(self, entries: Sequence[Entry], *, name: str) -> Snapshot:
+        requests = [
+            {"request": generate_body(e.request), "metadata": {"key": e.custom_id}} for e in entries
+        ]
+        body = {
+            "batch": {"display_name": name, "input_config": {"requests": {"requests": requests}}}
+        }
+        url = f"{self._root}/models/{self._model}:batchGenerateContent"
+        return self._snapshot(self._http.post_json(url, body))
+
+    def look(self, batch_id: str) -> Snapshot:
+        name = "/".join(quote(part, safe="") for part in batch_id.split("/"))
+        return self._snapshot(self._http.get_json(f"{self._root}/{name}"))
+
+    def results(self, snapshot: Snapshot, sent: Sequence[str]) -> Iterator[ItemResult]:
+        operation = self._last if as_str(self._last.get("name")) == snapshot.id else {}
+        if not operation:
+            self.look(snapshot.id)
+            operation = self._last
+        response = as_dict(operation.get("response")) or as_dict(
+            as_dict(operation.get("metadata")).get("output")
+        )
+        inlined = response.get("inlinedResponses")
+        rows = (
+            as_list(as_dict(inlined).get("inlinedResponses"))
+            if isinstance(inlined, dict)
+            else as_list(inlined)
+        )
+        if not rows and as_str(response.get("responsesFile")):
+            rows = list(self._file(as_str(response.get("responsesFile")) or ""))
+        seen: set[str] = set()
+        for n, row in enumerate(map(as_dict, rows)):
+            key = as_str(as_dict(row.get("metadata")).get("key")) or as_str(row.get("key"))
+            custom_id = key or (sent[n] if n < len(sent) else None)
+            if custom_id:
+                seen.add(custom_id)
+                yield self._item(custom_id, row)
+        unrun = _UNRUN.get(_state(snapshot.status))
+        if unrun is not None:
+            yield from (ItemResult(c, unrun, detail=str(unrun)) for c in sent if c not in seen)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _file(self, name: str) -> Iterator[object]:
+        host, _, version = self._root.rpartition("/")
+        url = f"{host}/download/{version}/{name}:download?alt=media"
+        for line in self._http.get_bytes(url).splitlines():
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue  # a torn line names no request: that one is reported missing
+
+    def _item(self, custom_id: str, row: dict[str, object]) -> ItemResult:
+        error = as_dict(row.get("error"))
+        if error or "response" not in row:
+            detail = ": ".join(
+                p for p in (as_str(error.get("status")), as_str(error.get("message"))) if p
+            )
+            return ItemResult(custom_id, ItemKind.ERRORED, detail=detail or "no response")
+        try:
+            reply = parse_generate(row.get("response"), now=self._http.clock.wall())
+        except ProviderError as err:
+            return ItemResult(custom_id, ItemKind.ERRORED, detail=err.failure.detail)
+        return ItemResult(custom_id, ItemKind.SUCCEEDED, reply=reply)
+
+    def _snapshot(self, data: object) -> Snapshot:
+        operation = as_dict(data)
+        self._last = operation
+        batch = as_dict(operation.get("metadata")) or operation
+        status = as_str(batch.get("state")) or ""
+        stats = as_dict(batch.get("batchStats"))
+        error = as_dict(operation.get("error"))
+        state = _STATES.get(_state(status), BatchState.RUNNING)
+        if operation.get("done") is True and state is BatchState.RUNNING:
+            state = BatchState.FAILED if error else BatchState.ENDED
+        return Snapshot(
+            id=as_str(operation.get("name")) or as_str(batch.get("name")) or "",
+            state=state,
+            status=status,
+            counts=Counts(
+                _count(stats.get("requestCount")),
+                _count(stats.get("successfulRequestCount")),
+                _count(stats.get("failedRequestCount")),
+            ),
+            detail=as_str(error.get("message")) or "",
+        )

@@ -1,0 +1,141 @@
+"""A fake Gemini batch mode, following the shapes `gateway.providers.batchapi.gemini`
+documents. Its inlined responses carry no `metadata` (users report the real API may
+leave it out), so a client must match them by their place, as the API keeps the order.
+A job the window outran ends EXPIRED with no results at all, as the API documents; a
+cancelled one ends CANCELLED with the responses of what it ran."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import httpx
+
+from gateway.simulate.batch.plan import BatchServer, Job, Outcome, as_json, last_text
+
+_ROOT = "/v1beta"
+_BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch"
+_OUTPUT_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput"
+
+
+def _error(code: int, status: str, message: str) -> object:
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
+def _text(turn: Mapping[str, object]) -> str:
+    parts = turn.get("parts")
+    if isinstance(parts, list):
+        return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+    return ""
+
+
+class GeminiBatchServer(BatchServer):
+    def route(
+        self, method: str, url: httpx.URL, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, bytes, dict[str, str]]:
+        given = headers.get("x-goog-api-key") or url.params.get("key")
+        if not given or (self.key is not None and given != self.key):
+            return as_json(
+                400,
+                _error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+            )
+        path = url.path
+        if (
+            method == "POST"
+            and path.startswith(f"{_ROOT}/models/")
+            and path.endswith(":batchGenerateContent")
+        ):
+            model = path.removeprefix(f"{_ROOT}/").removesuffix(":batchGenerateContent")
+            return self._create(model, body)
+        job = self.jobs.get(path.removeprefix(f"{_ROOT}/"))
+        if method == "GET" and job is not None:
+            job.look()
+            return as_json(200, self._operation(job))
+        return as_json(404, _error(404, "NOT_FOUND", f"{method} {path} is not found"))
+
+    def _create(self, model: str, body: bytes) -> tuple[int, bytes, dict[str, str]]:
+        try:
+            batch = json.loads(body)["batch"]
+            rows = batch["input_config"]["requests"]["requests"]
+        except (ValueError, KeyError, TypeError):
+            return as_json(
+                400, _error(400, "INVALID_ARGUMENT", "batch.input_config.requests is required")
+            )
+        requests: list[tuple[str, Mapping[str, object]]] = []
+        for n, row in enumerate(rows):
+            request = row.get("request") if isinstance(row, dict) else None
+            if not isinstance(request, dict) or not request.get("contents"):
+                return as_json(
+                    400,
+                    _error(400, "INVALID_ARGUMENT", f"requests[{n}].request.contents is required"),
+                )
+            key = row.get("metadata", {}).get("key", str(n))
+            requests.append((str(key), request))
+        if not requests:
+            return as_json(400, _error(400, "INVALID_ARGUMENT", "the batch holds no requests"))
+        job = self.new_job(self.new_id("batches/"), requests)
+        job.extra.update(model=model, display_name=batch.get("display_name", ""))
+        return as_json(200, self._operation(job, created=True))
+
+    def _operation(self, job: Job, *, created: bool = False) -> dict[str, object]:
+        total = len(job.requests)
+        outcomes = [self.plan.outcome(n) for n in range(total)]
+        stats: dict[str, str] = {"requestCount": str(total), "pendingRequestCount": str(total)}
+        state, done = "BATCH_STATE_PENDING" if created else "BATCH_STATE_RUNNING", False
+        operation: dict[str, object] = {"name": job.id}
+        if job.over and not created:
+            done = True
+            if job.rejected:
+                state = "BATCH_STATE_FAILED"
+                operation["error"] = {"code": 3, "message": "the batch's input is invalid"}
+            elif Outcome.EXPIRED in outcomes:
+                state = "BATCH_STATE_EXPIRED"
+            else:
+                state = "BATCH_STATE_CANCELLED" if job.cancelled else "BATCH_STATE_SUCCEEDED"
+                rows = [
+                    self._row(body, o)
+                    for (_, body), o in zip(job.requests, outcomes, strict=True)
+                    if o is not Outcome.CANCELED
+                ]
+                operation["response"] = {
+                    "@type": _OUTPUT_TYPE,
+                    "inlinedResponses": {"inlinedResponses": rows},
+                }
+                good = sum(o is Outcome.ANSWER for o in outcomes)
+                stats = {
+                    "requestCount": str(total),
+                    "successfulRequestCount": str(good),
+                    "failedRequestCount": str(len(rows) - good),
+                }
+        operation["metadata"] = {
+            "@type": _BATCH_TYPE,
+            "name": job.id,
+            "model": job.extra["model"],
+            "displayName": job.extra["display_name"],
+            "state": state,
+            "batchStats": stats,
+        }
+        operation["done"] = done
+        return operation
+
+    def _row(self, request: Mapping[str, object], outcome: Outcome) -> dict[str, object]:
+        if outcome is Outcome.ERROR:
+            return _error(500, "INTERNAL", "Internal error encountered.")  # type: ignore[return-value]
+        text = self.plan.answer(last_text(request.get("contents"), _text))
+        prompt = len(json.dumps(request)) // 4
+        response = {
+            "candidates": [
+                {
+                    "content": {"parts": [{"text": text}], "role": "model"},
+                    "finishReason": "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": prompt,
+                "candidatesTokenCount": len(text) // 4,
+                "totalTokenCount": prompt + len(text) // 4,
+            },
+            "modelVersion": "gemini-sim",
+        }
+        return {"response": response}
