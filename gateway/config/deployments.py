@@ -165,15 +165,27 @@ def read_deployment(
 
 
 def _price(w: Walk, node: Node | None, path: str) -> Price | None:
-    """`{input_per_mtok, output_per_mtok}`: dollars per million tokens, both given."""
+    """`{input_per_mtok, output_per_mtok}`: dollars per million tokens, both given; and
+    `batch_discount`, a share from 0 to 1 (default: half off)."""
     if node is None or w.is_null(node):
         return None
     entries = w.mapping(node, path, _PRICE_KEYS, where=" in a price")
     rates = [
         w.number(w.required(entries, key, node, path), f"{path}.{key}", minimum=0.0)
-        for key in _PRICE_KEYS
+        for key in ("input_per_mtok", "output_per_mtok")
     ]
-    return Price(*rates)
+    discount = Price(0.0, 0.0).batch_discount
+    if "batch_discount" in entries:
+        value_node = entries["batch_discount"][1]
+        discount = w.number(value_node, f"{path}.batch_discount", minimum=0.0)
+        if discount > 1:
+            w.fail(
+                value_node,
+                f"{path}.batch_discount",
+                f"{discount:g} is more than the whole price: a share from 0 to 1 "
+                "(0.5 for half off)",
+            )
+    return Price(rates[0], rates[1], batch_discount=discount)
 
 
 def _name(w: Walk, entries: dict[str, Pair], node: Node, path: str, seen: dict[str, str]) -> str:

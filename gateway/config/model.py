@@ -84,10 +84,13 @@ class KeyStrategy(StrEnum):
 
 @dataclass(frozen=True)
 class Price:
-    """What a deployment's tokens cost, in US dollars per million."""
+    """What a deployment's tokens cost, in US dollars per million; through its provider's
+    Batch API (`batch --provider-batch`) `batch_discount` less (a share, 0..1: each of the
+    four providers takes half off)."""
 
     input_per_mtok: float
     output_per_mtok: float
+    batch_discount: float = 0.5
 
     def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         """The price of one call's usage; None unless the provider reported both counts
@@ -95,6 +98,11 @@ class Price:
         if input_tokens is None or output_tokens is None:
             return None
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+    def batch_cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """`cost_usd` at the batch price."""
+        cost = self.cost_usd(input_tokens, output_tokens)
+        return None if cost is None else cost * (1 - self.batch_discount)
 
 
 @dataclass(frozen=True)

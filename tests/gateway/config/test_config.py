@@ -178,6 +178,21 @@ BAD = {
         "deployments[0].price.input_per_mtok",
         "at least 0",
     ),
+    "a batch discount of more than the price": (
+        """
+        product: X
+        deployments:
+          - name: a
+            provider: local
+            context_window: 10
+            price:
+              input_per_mtok: 1
+              output_per_mtok: 1
+              batch_discount: 1.5   #!
+        """,
+        "deployments[0].price.batch_discount",
+        "a share from 0 to 1",
+    ),
     "infinite budget": (
         """
         product: X
@@ -1188,8 +1203,27 @@ def test_a_deployment_price_is_read_in_dollars_per_million_tokens(tmp_path: Path
     priced, free = load_config(path).deployments
     assert priced.price == Price(input_per_mtok=0.15, output_per_mtok=0.6)
     assert priced.price.cost_usd(1_000_000, 500_000) == pytest.approx(0.45)
+    assert priced.price.batch_cost_usd(1_000_000, 500_000) == pytest.approx(0.225)  # half off
     assert free.price is None
     assert load_config(path).deployments[0].price == priced.price  # from the cache too
+
+
+def test_a_price_may_name_its_own_batch_discount(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        product: Acme
+        deployments:
+          - name: priced
+            provider: local
+            context_window: 10
+            price: {input_per_mtok: 1.0, output_per_mtok: 1.0, batch_discount: 0.25}
+        """,
+    )
+    price = load_config(path).deployments[0].price
+    assert price is not None and price.batch_discount == 0.25
+    assert price.batch_cost_usd(1_000_000, 0) == pytest.approx(0.75)
+    assert load_config(path).deployments[0].price == price  # from the cache too
 
 
 def test_defaults_fill_in_what_the_file_leaves_out(tmp_path: Path) -> None:
