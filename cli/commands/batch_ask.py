@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cli.commands.outcome import error_extra, retry_after_for, warn_invented
 from cli.commands.record import log_question, scrubbed
@@ -16,10 +16,12 @@ from cli.runtime.exitcodes import ExitCode, exit_code_for
 
 if TYPE_CHECKING:
     from cli.runtime.session import Session
+    from gateway.answers.masking import Masked
     from gateway.batch import BadLine, Question
     from gateway.config import Config
     from gateway.knowledge.index import Index
-    from gateway.model import Request, Result
+    from gateway.knowledge.prompting import Prompting
+    from gateway.model import Request, Result, Turn
     from gateway.observe.attemptlog import AttemptLog
     from gateway.seams import Compactor, StateStore
 
@@ -35,6 +37,17 @@ _SEVERITY = (
     ExitCode.HANDOFF,
     ExitCode.ANSWERED,
 )
+
+
+class Prepared(NamedTuple):
+    """A question ready to ask: masked, its turns, its prompts and request; `handed`: its
+    `not_covered` handoff (no deployment is asked)."""
+
+    masked: Masked
+    turns: tuple[Turn, ...]
+    prompts: Prompting
+    request: Request
+    handed: Result | None
 
 
 class Asker:
@@ -71,9 +84,20 @@ class Asker:
     def ask(self, question: Question) -> Result:
         """The question asked masked, as `ask` asks it; the Result the customer is shown
         (their values back in the answer), the log's line with the placeholders."""
+        return self.ask_prepared(self.prepare(question))
+
+    def ask_prepared(self, prepared: Prepared) -> Result:
+        """`prepared` asked through the engine (unless it is handed off), and finished."""
+        if prepared.handed is not None:  # the help centre does not cover it: no deployment asked
+            return self.finish(prepared, prepared.handed, settle=False)
+        return self.finish(prepared, self._engine_ask(prepared.request, prepared.prompts))
+
+    def prepare(self, question: Question) -> Prepared:
+        """The question's request, as `ask` builds it (masked, in its reply language, its
+        passages within the budget), and its `not_covered` handoff when it is one."""
         from cli.commands import answering
         from cli.runtime import wiring
-        from gateway.answers.masking import masked_turns, unmask_result
+        from gateway.answers.masking import masked_turns
 
         began = time.monotonic()
         masked = self._masker.mask([*(t.content for t in question.turns), question.text])
@@ -88,17 +112,23 @@ class Asker:
         handed = answering.uncovered(
             self._config, prompts.query, request, self._index, started=began
         )
-        if handed is not None:  # the help centre does not cover it: no deployment asked
-            result = handed
-        else:
-            result = self._engine_ask(request, prompts)
+        return Prepared(masked, turns, prompts, request, handed)
+
+    def finish(self, prepared: Prepared, result: Result, *, settle: bool = True) -> Result:
+        """`result` settled (`settle`: it is a deployment's reply), its exit code earned, its
+        log line written; what the customer is shown, their values back in it."""
+        from cli.commands import answering
+        from gateway.answers.masking import unmask_result
+
+        if settle:
             result = answering.settled(
-                result, self._config, request.product, self._session.articles
+                result, self._config, prepared.request.product, self._session.articles
             )
         self.earned(exit_code_for(result))
+        masked = prepared.masked
         if self._log is not None:
             text = self._redactor.scrub(masked.question)
-            thread = scrubbed(self._redactor, turns)
+            thread = scrubbed(self._redactor, prepared.turns)
             log_question(self._log, self._config, result, text, now=time.time(), thread=thread)
         shown, invented = unmask_result(result, masked)
         warn_invented(self._diag, invented)

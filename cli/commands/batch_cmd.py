@@ -24,12 +24,19 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
+from cli.commands.batch_options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_EVERY_S,
+    DEFAULT_POLL_S,
+    STDIN,
+    BatchOptions,
+    output,
+)
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from cli.runtime.option_params import After, takes_ask_options
@@ -41,23 +48,6 @@ if TYPE_CHECKING:
     from cli.terminal.batch_view import LineReport, LiveBar
     from cli.terminal.diag import Diag
     from gateway.batch import BatchRunner, ItemId, Progress
-
-STDIN = "-"
-DEFAULT_CONCURRENCY = 4
-DEFAULT_EVERY_S = 10.0
-
-
-@dataclass(frozen=True)
-class BatchOptions:
-    source: str  # a path, or "-" for stdin
-    ask: AskOptions = field(default_factory=AskOptions)  # the options shared with `ask`
-    out: Path | None = None
-    resume: bool = False
-    concurrency: int = DEFAULT_CONCURRENCY
-    format: Format = Format.AUTO
-    every: float = DEFAULT_EVERY_S
-    quiet: bool = False
-
 
 # -- running ------------------------------------------------------------------------------
 
@@ -75,12 +65,46 @@ def run_batch(opts: BatchOptions, diag: Diag) -> int:
         raise CliError("--concurrency must be at least 1", ExitCode.USAGE)
     if opts.every < 0:
         raise CliError("--progress-every must be 0 (never) or more seconds", ExitCode.USAGE)
-    _check_source(opts.source)
+    _check_provider_batch(opts)
+    if opts.source is not None:
+        _check_source(opts.source)
     from cli.runtime.wiring import forced_language
 
     forced_language(opts.ask.language)  # a code that cannot be one: exit 2 before any line
     with open_session(opts.ask, diag) as session:
+        if opts.status is not None or opts.provider_batch:
+            from cli.commands import provider_batch
+
+            if opts.status is not None:
+                return provider_batch.collect(opts, session, opts.status)
+            return provider_batch.submit(opts, session)
         return _batch(opts, session)
+
+
+def _check_provider_batch(opts: BatchOptions) -> None:
+    if opts.status is None and opts.source is None:
+        raise CliError(
+            "batch needs a FILE of questions (or --status ID)",
+            ExitCode.USAGE,
+            fix="support-ask batch questions.jsonl",
+        )
+    if not (opts.provider_batch or opts.status is not None):
+        if opts.no_fallback:
+            raise CliError(
+                "--no-fallback is for a provider batch",
+                ExitCode.USAGE,
+                fix="add --provider-batch (or --status ID)",
+            )
+        return
+    if opts.source == STDIN:
+        raise CliError(
+            "a provider batch reads its questions twice (to send, then to write the "
+            "records), so it cannot read them from stdin",
+            ExitCode.USAGE,
+            fix="save the questions to a file and pass its path",
+        )
+    if opts.poll_every < 0:
+        raise CliError("--poll-every must be 0 (look once) or more seconds", ExitCode.USAGE)
 
 
 def _check_source(source: str) -> None:
@@ -138,9 +162,10 @@ def _answer(opts: BatchOptions, session: Session) -> int:
         log,
         language=forced_language(opts.ask.language),
     )
+    assert opts.source is not None  # run_batch checked it
     live = diag.animate and not (opts.out is None and is_tty(sys.stdout))
     view = _view(diag, live, opts.every)
-    with _input(opts.source) as lines, _output(opts.out, append=opts.resume) as out:
+    with _input(opts.source) as lines, output(opts.out, append=opts.resume) as out:
         total = _count_lines(opts.source)
         runner = BatchRunner(
             read_items(lines, opts.format),
@@ -212,24 +237,6 @@ def _input(source: str) -> Iterator[BinaryIO]:
         yield f
 
 
-@contextmanager
-def _output(path: Path | None, *, append: bool) -> Iterator[BinaryIO]:
-    if path is None:
-        yield sys.stdout.buffer
-        return
-    try:
-        # Unbuffered: each record reaches the file with its own write.
-        f = open(path, "ab" if append else "wb", buffering=0)  # noqa: SIM115
-    except OSError as exc:
-        raise CliError(
-            f"cannot write {path}: {exc.strerror or exc}",
-            ExitCode.IO_ERROR,
-            fix="pick an --out in a folder you can write to",
-        ) from None
-    with f:
-        yield f
-
-
 def _count_lines(source: str) -> int | None:
     """Lines in a regular file (for the ETA); None for a pipe, whose end is unknown."""
     if source == STDIN or not Path(source).is_file():
@@ -296,14 +303,14 @@ def register(app: typer.Typer) -> None:
     @takes_ask_options(Command.BATCH)
     def batch(
         source: Annotated[
-            str,
+            str | None,
             typer.Argument(
                 help='The questions: JSON Lines ({"id", "question", "product"}) or '
                 "one question per line (its line number is its id); - reads stdin.",
                 metavar="FILE",
                 show_default=False,
             ),
-        ],
+        ] = None,
         out: Annotated[
             Path | None,
             typer.Option(
@@ -345,6 +352,38 @@ def register(app: typer.Typer) -> None:
             ),
             After("quiet"),
         ] = DEFAULT_EVERY_S,
+        provider_batch: Annotated[
+            bool,
+            typer.Option(
+                "--provider-batch",
+                help="Send the questions to the first deployment's provider Batch API (half "
+                "price, within 24 h); print the job's id.",
+            ),
+        ] = False,
+        status: Annotated[
+            str | None,
+            typer.Option(
+                "--status",
+                metavar="ID",
+                help="Poll that provider batch job until it is over, then write its records.",
+            ),
+        ] = None,
+        no_fallback: Annotated[
+            bool,
+            typer.Option(
+                "--no-fallback",
+                help="A provider batch's failed or expired requests are recorded as failed, "
+                "not asked again through the engine.",
+            ),
+        ] = False,
+        poll_every: Annotated[
+            float,
+            typer.Option(
+                "--poll-every",
+                metavar="SECONDS",
+                help="How often --status looks at the job (0: once, exit 75 while it runs).",
+            ),
+        ] = DEFAULT_POLL_S,
         **options: Any,
     ) -> None:
         """Answer a file of questions concurrently, one JSON line per question."""
@@ -362,6 +401,10 @@ def register(app: typer.Typer) -> None:
             format=input_format,
             every=every,
             quiet=ask.quiet,
+            provider_batch=provider_batch,
+            status=status,
+            no_fallback=no_fallback,
+            poll_every=poll_every,
         )
         guarded(diag, ask.debug, lambda: run_batch(opts, diag))
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from cli.terminal.diag import Diag
     from gateway.answers.language import Language
     from gateway.answers.masking import Masked
+    from gateway.batch.jobs import JobStore
     from gateway.config import Config
     from gateway.engine.loop import Engine
     from gateway.knowledge.index import Index
@@ -207,6 +208,12 @@ class Session:
             return None
         location = wiring.state_location(self.opts.state, environ=self.environ, config=self.config)
         return wiring.open_allowance(location, store, warn=self.diag.warn, config=self.config)
+
+    def open_jobs(self, store: StateStore) -> JobStore:
+        """Where provider batch jobs are kept, beside `store`'s cooldowns: in its Redis, or
+        in a folder beside the state file (`<state>.batches/`)."""
+        location = wiring.state_location(self.opts.state, environ=self.environ, config=self.config)
+        return wiring.open_jobs(location, store, config=self.config)
 
     @property
     def transport(self) -> SimulatedTransport | None:

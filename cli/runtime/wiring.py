@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from gateway.answers.language import Language
     from gateway.answers.masking import Masked
+    from gateway.batch.jobs import JobStore
     from gateway.config import Config, Deployment
     from gateway.config.location import RedisURL
     from gateway.engine.loop import Engine
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from gateway.knowledge.query import Query
     from gateway.knowledge.store import RefreshProgress
     from gateway.model import Turn
+    from gateway.providers.batchapi import BatchApi
     from gateway.seams import Allowance, Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secrets.key import Secret
     from gateway.secrets.redactor import Redactor
@@ -91,6 +93,45 @@ def open_allowance(
 
     path = local_state_path(config)  # a store that is not Redis's own: this machine's file
     return FileAllowance(path.with_name(path.stem + ".limits.json"), warn=warn)
+
+
+def build_batch_api(
+    deployment: Deployment,
+    environ: Mapping[str, str],
+    *,
+    transport: httpx.BaseTransport | None = None,
+) -> BatchApi:
+    """The Batch API of `deployment`'s provider, with its first key (a deployment whose
+    provider has none: exit 2, naming the fix); `transport` replaces the network."""
+    from gateway.providers.batchapi import NoBatchApi, batch_api
+    from gateway.secrets.key import read_key
+
+    variables = deployment.key_variables
+    key = read_key(environ, variables[0]) if variables else None
+    try:
+        return batch_api(deployment, key, transport=transport)
+    except NoBatchApi as exc:
+        raise CliError(str(exc), ExitCode.USAGE, fix=exc.fix) from None
+
+
+def open_jobs(location: Path | RedisURL, store: StateStore, *, config: Config) -> JobStore:
+    """Where provider batch jobs are kept: in Redis beside `store`'s cooldowns, or in a
+    folder beside the state file (`<state>.batches/`), so whoever shares the state can
+    collect a job another machine sent."""
+    from gateway.batch.jobs import FileJobs, RedisJobs
+    from gateway.config import local_state_path
+
+    def folder(path: Path) -> FileJobs:
+        return FileJobs(path.with_name(path.stem + ".batches"))
+
+    if isinstance(location, Path):
+        return folder(location)
+    from gateway.state.redis import RedisStore
+
+    local = folder(local_state_path(config))
+    if isinstance(store, RedisStore):
+        return RedisJobs(store, prefix=config.state.prefix, local=local)
+    return local
 
 
 def open_store(
