@@ -14,7 +14,6 @@ be sent the key.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -29,7 +28,7 @@ from gateway.providers.batchapi.records import (
     ItemResult,
     Snapshot,
 )
-from gateway.providers.batchapi.wire import BatchHttp
+from gateway.providers.batchapi.wire import BatchHttp, jsonl_rows
 from gateway.providers.jsonshape import as_dict, as_int, as_str
 
 if TYPE_CHECKING:
@@ -83,11 +82,7 @@ class AnthropicBatches:
         given = snapshot.outputs[0] if snapshot.outputs else ""
         if given.startswith(self._base + "/"):
             url = given
-        for line in self._http.get_bytes(url).splitlines():
-            try:
-                item = as_dict(json.loads(line)) if line.strip() else {}
-            except ValueError:
-                continue  # a torn line names no request: that one is reported missing
+        for item in jsonl_rows(self._http.get_bytes(url)):
             custom_id = as_str(item.get("custom_id"))
             if custom_id:
                 yield self._item(custom_id, as_dict(item.get("result")))

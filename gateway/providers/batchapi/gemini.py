@@ -17,7 +17,6 @@ A response that names no key is matched by its place, as the API keeps the order
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -31,7 +30,7 @@ from gateway.providers.batchapi.records import (
     ItemResult,
     Snapshot,
 )
-from gateway.providers.batchapi.wire import BatchHttp
+from gateway.providers.batchapi.wire import BatchHttp, jsonl_rows
 from gateway.providers.gemini import api_root, generate_body, parse_generate
 from gateway.providers.jsonshape import as_dict, as_list, as_str
 
@@ -127,11 +126,7 @@ class GeminiBatches:
     def _file(self, name: str) -> Iterator[object]:
         host, _, version = self._root.rpartition("/")
         url = f"{host}/download/{version}/{name}:download?alt=media"
-        for line in self._http.get_bytes(url).splitlines():
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue  # a torn line names no request: that one is reported missing
+        yield from jsonl_rows(self._http.get_bytes(url))
 
     def _item(self, custom_id: str, row: dict[str, object]) -> ItemResult:
         error = as_dict(row.get("error"))

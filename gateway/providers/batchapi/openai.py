@@ -15,7 +15,6 @@ cancellation left unrun carries the code `batch_expired` or `batch_cancelled`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,7 @@ from gateway.providers.batchapi.records import (
     ItemResult,
     Snapshot,
 )
-from gateway.providers.batchapi.wire import BatchHttp
+from gateway.providers.batchapi.wire import BatchHttp, jsonl_rows
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, encode
 from gateway.providers.openai import OPENAI_BASE_URL, chat_body, dialect_for, parse_completion
 
@@ -131,13 +130,7 @@ class OpenAIBatches:
         from urllib.parse import quote
 
         raw = self._http.get_bytes(self._url(f"/files/{quote(file_id, safe='')}/content"))
-        for line in raw.splitlines():
-            if not line.strip():
-                continue
-            try:
-                item = as_dict(json.loads(line))
-            except ValueError:
-                continue  # a torn line names no request: that one is reported missing
+        for item in jsonl_rows(raw):
             custom_id = as_str(item.get("custom_id"))
             if custom_id:
                 yield self._item(custom_id, item)

@@ -12,7 +12,8 @@ of every error's detail.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import httpx
@@ -29,6 +30,18 @@ if TYPE_CHECKING:
 # An upload of a big backlog (OpenAI takes up to 200 MB) is slow; a look is not.
 TIMEOUT = httpx.Timeout(connect=5.0, read=120.0, write=600.0, pool=60.0)
 MAX_RESULTS = 512 * 1024 * 1024  # a results file of 50,000 answers is a few hundred MB at most
+
+
+def jsonl_rows(raw: bytes) -> Iterator[dict[str, object]]:
+    """The objects of a results file, one a line. A torn or foreign line is passed over:
+    it names no request, and a request with no line is reported missing."""
+    for line in raw.splitlines():
+        try:
+            row = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            yield row
 
 
 class BatchHttp:
