@@ -49,6 +49,10 @@ BENCHMARKS = {
     "masking": ("bench.masking", "13 masking: recall, false positives, cost per message"),
     "language": ("bench.language", "14 language: accuracy on short messages, load, detection"),
     "followups": ("bench.followups", "15 follow-ups: answering-page recall with the thread"),
+    "provider-batch": (
+        "bench.provider_batch",
+        "17 provider batch: our CPU per question to send and collect a Batch API job",
+    ),
     "offline": (
         "bench.offline",
         "16 offline answers: from the answering page, never a navigation page, or a handoff",

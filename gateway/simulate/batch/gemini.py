@@ -11,7 +11,15 @@ from collections.abc import Mapping
 
 import httpx
 
-from gateway.simulate.batch.plan import BatchServer, Job, Outcome, as_json, last_text
+from gateway.simulate.batch.plan import (
+    BatchPlan,
+    BatchServer,
+    Job,
+    Outcome,
+    as_json,
+    jsonl,
+    last_text,
+)
 
 _ROOT = "/v1beta"
 _BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch"
@@ -30,6 +38,16 @@ def _text(turn: Mapping[str, object]) -> str:
 
 
 class GeminiBatchServer(BatchServer):
+    """`files=True`: the results come as a responses file (JSON Lines, each with its
+    `key`), as for a job sent as a file, instead of inlined."""
+
+    def __init__(
+        self, plan: BatchPlan | None = None, *, key: str | None = None, files: bool = False
+    ) -> None:
+        super().__init__(plan, key=key)
+        self.files = files
+        self.downloads: dict[str, bytes] = {}
+
     def route(
         self, method: str, url: httpx.URL, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, bytes, dict[str, str]]:
@@ -47,6 +65,9 @@ class GeminiBatchServer(BatchServer):
         ):
             model = path.removeprefix(f"{_ROOT}/").removesuffix(":batchGenerateContent")
             return self._create(model, body)
+        download = path.removeprefix(f"/download{_ROOT}/").removesuffix(":download")
+        if method == "GET" and download in self.downloads and url.params.get("alt") == "media":
+            return 200, self.downloads[download], {"content-type": "application/octet-stream"}
         job = self.jobs.get(path.removeprefix(f"{_ROOT}/"))
         if method == "GET" and job is not None:
             job.look()
@@ -97,10 +118,7 @@ class GeminiBatchServer(BatchServer):
                     for (_, body), o in zip(job.requests, outcomes, strict=True)
                     if o is not Outcome.CANCELED
                 ]
-                operation["response"] = {
-                    "@type": _OUTPUT_TYPE,
-                    "inlinedResponses": {"inlinedResponses": rows},
-                }
+                operation["response"] = self._output(job, rows)
                 good = sum(o is Outcome.ANSWER for o in outcomes)
                 stats = {
                     "requestCount": str(total),
@@ -117,6 +135,17 @@ class GeminiBatchServer(BatchServer):
         }
         operation["done"] = done
         return operation
+
+    def _output(self, job: Job, rows: list[dict[str, object]]) -> dict[str, object]:
+        if not self.files:
+            return {"@type": _OUTPUT_TYPE, "inlinedResponses": {"inlinedResponses": rows}}
+        name = f"files/{job.id.removeprefix('batches/')}-out"
+        keyed = [
+            {"key": custom_id, **row}
+            for (custom_id, _), row in zip(job.requests, rows, strict=False)
+        ]
+        self.downloads[name] = jsonl(keyed[::-1])  # keyed, so in any order
+        return {"@type": _OUTPUT_TYPE, "responsesFile": name}
 
     def _row(self, request: Mapping[str, object], outcome: Outcome) -> dict[str, object]:
         if outcome is Outcome.ERROR:

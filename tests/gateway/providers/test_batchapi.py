@@ -147,3 +147,34 @@ def test_a_local_deployment_has_no_batch_api_and_the_error_names_the_fix() -> No
         batch_api(config.deployments[0], None)
     assert "offline (local) has no Batch API" in str(err.value)
     assert "--provider-batch" in err.value.fix
+
+
+def test_gemini_results_in_a_responses_file_are_matched_by_their_key() -> None:
+    fake = GeminiBatchServer(BatchPlan(errored=frozenset({1}), looks=0), key=KEY, files=True)
+    client = api("gemini", fake)
+    snap = client.look(client.submit(ENTRIES, name="test").id)
+    items = {i.custom_id: i for i in client.results(snap, [e.custom_id for e in ENTRIES])}
+    assert {c: i.kind for c, i in items.items()} == {
+        "line-1": ItemKind.SUCCEEDED,
+        "line-2": ItemKind.ERRORED,
+        "line-3": ItemKind.SUCCEEDED,
+    }
+    reply = items["line-3"].reply
+    assert reply is not None and "Can I export?" in reply.text  # the file came reversed
+    assert (
+        "GET",
+        f"/download/v1beta/files/{snap.id.removeprefix('batches/')}-out:download",
+    ) in fake.calls
+
+
+def test_anthropic_results_are_fetched_only_from_the_api_itself() -> None:
+    from gateway.providers.batchapi import Snapshot
+
+    fake = AnthropicBatchServer(BatchPlan(looks=0), key=KEY)
+    client = api("anthropic", fake)
+    snap = client.look(client.submit(ENTRIES, name="test").id)
+    elsewhere = Snapshot(
+        snap.id, snap.state, snap.status, snap.counts, outputs=("https://evil.example/r",)
+    )
+    assert len(list(client.results(elsewhere, []))) == 3  # read from the API's own results
+    assert all(path.startswith("/v1/messages/batches") for _, path in fake.calls)
