@@ -109,6 +109,28 @@ class Timer(StrEnum):
 
 
 @dataclass(frozen=True)
+class Window:
+    """One of a provider's rate windows as a response's headers stated it: its limit a
+    minute (None: not stated), what is left of it, and the seconds until it is whole
+    again (None: not stated)."""
+
+    limit: int | None
+    remaining: int
+    reset_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """What a provider's response said is left of the key's rate limits, as it said it:
+    its requests and its tokens window (None: not stated). For a provider with several
+    token windows (input and output), the one with the least left. What it means for the
+    next call is the engine's to decide."""
+
+    requests: Window | None = None
+    tokens: Window | None = None
+
+
+@dataclass(frozen=True)
 class Failure:
     """One classified failure: the output of `gateway.classify.errors`.
 
@@ -128,6 +150,7 @@ class Failure:
     code: str | None = None
     timer: Timer | None = None
     silent: bool = False
+    headroom: Headroom | None = None  # the response's rate-limit headers, when it had any
 
 
 class ProviderError(Exception):
@@ -268,6 +291,7 @@ class Reply:
     refused: bool = False
     filtered: bool = False
     cut_short: ErrorKind | None = None
+    headroom: Headroom | None = None  # the response's rate-limit headers, when it had any
 
 
 @dataclass(frozen=True)

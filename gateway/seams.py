@@ -9,7 +9,7 @@ from gateway.model import Cooldown, CooldownBasis, ErrorKind, Reply, Request, Te
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
-    from gateway.limits.records import Claim, Grant, Use
+    from gateway.limits.records import Claim, Grant, Tightening, Use
     from gateway.secrets.key import Secret
     from gateway.state.records import Snapshot
 
@@ -158,9 +158,17 @@ class Allowance(Protocol):
         this call counts a first call toward."""
         ...
 
-    def settle(self, grant: Grant, *, used: int | None, now: float) -> None:
+    def settle(
+        self,
+        grant: Grant,
+        *,
+        used: int | None,
+        now: float,
+        tightening: Tightening | None = None,
+    ) -> None:
         """The call ended: `used` (the provider's reported tokens, None: not reported)
-        replaces what was reserved, and its slots are released."""
+        replaces what was reserved, and its slots are released; `tightening` (what the
+        provider's rate-limit headers said) books its allowance ahead, in the same step."""
         ...
 
     def retry(self, name: str, *, share: float, now: float) -> bool:

@@ -111,23 +111,30 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
 
 
 def _print_limits(config: Config, path: Path | RedisURL, store: StateStore, diag: Diag) -> None:
-    """Each shared allowance the config sets and its use now: how far ahead its rates are
-    booked, and its calls in flight (nothing when the config sets no limits)."""
+    """Each shared allowance the config sets, and each the providers' headers tightened,
+    and its use now: how far ahead its rates are booked, and its calls in flight (nothing
+    when there is none)."""
+    from gateway.engine.allowances import stated
     from gateway.limits.records import Claim
 
-    claims = [
+    configured = [
         Claim(f"deployment:{d.name}", d.limits, 0) for d in config.all_deployments() if d.limits
     ]
-    claims += [Claim(f"key:{variable}", limits, 0) for variable, limits in config.key_limits]
-    if not claims:
+    configured += [Claim(f"key:{variable}", limits, 0) for variable, limits in config.key_limits]
+    from cli.runtime import wiring
+
+    allowance = wiring.open_allowance(path, store, warn=diag.warn, config=config)
+    uses = allowance.usage([*configured, *stated(config)], time.time())
+    # A provider's allowance is shown once its headers stated something.
+    uses = uses[: len(configured)] + [
+        u for u in uses[len(configured) :] if u.requests_rate or u.tokens_rate
+    ]
+    if not uses:
         return
     from rich.table import Table
 
-    from cli.runtime import wiring
     from cli.terminal.output import stdout_console
 
-    allowance = wiring.open_allowance(path, store, warn=diag.warn, config=config)
-    uses = allowance.usage(claims, time.time())
     table = Table(title="shared limits", title_justify="left")
     for column in ("allowance", "limits", "requests booked", "tokens booked", "in flight"):
         table.add_column(column, no_wrap=column == "allowance")
@@ -138,11 +145,16 @@ def _print_limits(config: Config, path: Path | RedisURL, store: StateStore, diag
             for k, v in (("rpm", lim.rpm), ("tpm", lim.tpm), ("at once", lim.concurrent))
             if v
         ]
+        set_ += [
+            f"{v:g} {k} stated"
+            for k, v in (("rpm", use.requests_rate), ("tpm", use.tokens_rate))
+            if v
+        ]
         table.add_row(
             use.name,
             ", ".join(set_),
-            f"{use.requests_ahead:.1f} s ahead" if lim.rpm else "",
-            f"{use.tokens_ahead:.1f} s ahead" if lim.tpm else "",
+            f"{use.requests_ahead:.1f} s ahead" if lim.rpm or use.requests_rate else "",
+            f"{use.tokens_ahead:.1f} s ahead" if lim.tpm or use.tokens_rate else "",
             f"{use.in_flight} of {lim.concurrent}" if lim.concurrent else "",
         )
     console = stdout_console()

@@ -104,19 +104,24 @@ def parse_reset(headers: Mapping[str, str], *, now: float) -> float | None:
             waits.append(seconds)
     for name in _RESET_TIMES:
         value = header_value(headers, name)
-        if value is None:
-            continue
-        from datetime import datetime
-
-        try:
-            at = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        if at.tzinfo is not None:
-            seconds = _clamp(max(0.0, at.timestamp() - now))
+        at = None if value is None else parse_time(value)
+        if at is not None:
+            seconds = _clamp(max(0.0, at - now))
             if seconds is not None:
                 waits.append(seconds)
     return max(waits) if waits else None
+
+
+def parse_time(text: str) -> float | None:
+    """An RFC 3339 time with its offset (Anthropic's `-reset` headers) in epoch seconds, or
+    None (garbage, or no offset: a time in no zone names no instant)."""
+    from datetime import datetime
+
+    try:
+        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at.timestamp() if at.tzinfo is not None else None
 
 
 def until_midnight_pacific(now: float) -> float | None:

@@ -1,12 +1,22 @@
-"""Which of the fleet's shared allowances a call draws from: its deployment's `limits`, and
-its key's (`keys: {VARIABLE: {limits}}`, shared by every deployment naming the variable);
-and the name of a deployment's retry budget."""
+"""Which of the fleet's shared allowances a call draws from: its deployment's `limits`, its
+key's (`keys: {VARIABLE: {limits}}`, shared by every deployment naming the variable), and
+the provider's own numbers for its key and model (`provider:VARIABLE/MODEL`, limited only
+by what the provider's headers stated: providers limit a key per model); and the name of a
+deployment's retry budget."""
 
 from __future__ import annotations
 
-from gateway.config import Config, Deployment
+from gateway.config import Config, Deployment, Limits
 from gateway.engine.credentials import Key
 from gateway.limits.records import Claim
+
+_STATED_ONLY = Limits()
+
+
+def provider(d: Deployment, variable: str) -> str:
+    """The allowance the provider's headers speak for: `d`'s model with the key in
+    `variable`."""
+    return f"provider:{variable}/{d.model or d.name}"
 
 
 def claims(config: Config, d: Deployment, key: Key | None, tokens: int) -> tuple[Claim, ...]:
@@ -20,7 +30,19 @@ def claims(config: Config, d: Deployment, key: Key | None, tokens: int) -> tuple
             for var, lim in config.key_limits
             if var == key.variable
         ]
+        out.append(Claim(provider(d, key.variable), _STATED_ONLY, tokens))
     return tuple(out)
+
+
+def stated(config: Config) -> list[Claim]:
+    """Every allowance the providers' headers may tighten, once each (for listings)."""
+    names = {
+        provider(d, variable): None
+        for d in config.all_deployments()
+        if not d.provider.offline
+        for variable in d.key_variables
+    }
+    return [Claim(name, _STATED_ONLY, 0) for name in names]
 
 
 def retry_budget(d: Deployment) -> str:

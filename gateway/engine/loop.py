@@ -37,6 +37,7 @@ from gateway.engine.record import Record
 from gateway.engine.results import Reason, Results, Verdict
 from gateway.engine.table import TABLE
 from gateway.engine.turns import DeploymentTurn, Turns
+from gateway.limits import rules
 from gateway.model import (
     Attempt,
     ErrorKind,
@@ -331,17 +332,25 @@ class _Question:
         turn.grant = grant
         return True
 
-    def _settle(self, turn: DeploymentTurn, result: Reply | Failure) -> None:
+    def _settle(self, turn: DeploymentTurn, result: Reply | Failure, sent: float) -> None:
         """Give the turn's place in the shared limits back: what the provider reported it
         used replaces what was reserved (a failure's reservation stands: it may have been
-        counted)."""
+        counted), and what its headers said is left tightens the key's allowance (as of
+        `sent`, when the call was made: the provider counted it then)."""
         grant, turn.grant = turn.grant, None
         if grant is None or self.seams.allowance is None:
             return
         used = None
         if isinstance(result, Reply) and result.input_tokens is not None:
             used = result.input_tokens + (result.output_tokens or 0)
-        self.seams.allowance.settle(grant, used=used, now=self.clock.wall())
+        tightening = None
+        if result.headroom is not None and turn.key is not None:
+            # The provider's word on what is left of the key: a window nearly spent (by
+            # this fleet or another application) books its allowance ahead.
+            name = allowances.provider(turn.deployment, turn.key.variable)
+            ago = self.clock.monotonic() - sent
+            tightening = rules.tightening(result.headroom, name, grant, ago=ago)
+        self.seams.allowance.settle(grant, used=used, now=self.clock.wall(), tightening=tightening)
 
     def _may_retry(self, d: Deployment) -> bool:
         """Whether the fleet's retry budget for `d` has room for one more retry."""
@@ -400,7 +409,7 @@ class _Question:
             # Stopped by the user while it waited: still a call the question made.
             self.record.interrupted(turn, self.clock.monotonic() - started)
             raise
-        self._settle(turn, result)
+        self._settle(turn, result, started)
         now = self.clock.monotonic()
         ending = judge(
             result,

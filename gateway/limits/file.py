@@ -39,7 +39,13 @@ def _parse(data: bytes) -> Ledger:
     buckets: dict[str, Bucket] = {}
     for name, raw in dict(doc.get("buckets") or {}).items():
         held = {str(t): _number(u) for t, u in dict(raw.get("held") or {}).items()}
-        buckets[name] = Bucket(_number(raw["requests_at"]), _number(raw["tokens_at"]), held)
+        buckets[name] = Bucket(
+            _number(raw["requests_at"]),
+            _number(raw["tokens_at"]),
+            held,
+            _number(raw.get("requests_rate", 0.0)),
+            _number(raw.get("tokens_rate", 0.0)),
+        )
     tallies = {
         name: Tally(_number(raw["requests"]), _number(raw["retries"]), _number(raw["at"]))
         for name, raw in dict(doc.get("tallies") or {}).items()

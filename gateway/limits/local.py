@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from gateway.limits import rules
-from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally, Use
+from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally, Tightening, Use
 
 _NONE: Mapping[str, Bucket] = MappingProxyType({})
 _NO_TALLIES: Mapping[str, Tally] = MappingProxyType({})
@@ -72,12 +72,21 @@ class LocalAllowance(ABC):
         self._update(change)
         return got[0]
 
-    def settle(self, grant: Grant, *, used: int | None, now: float) -> None:
-        if not grant.granted or not grant.claims:
+    def settle(
+        self,
+        grant: Grant,
+        *,
+        used: int | None,
+        now: float,
+        tightening: Tightening | None = None,
+    ) -> None:
+        if not (grant.granted and grant.claims) and tightening is None:
             return
 
         def change(ledger: Ledger) -> Ledger | None:
             changed = rules.settle(ledger.buckets, grant, used=used, now=now)
+            if tightening is not None:
+                changed |= rules.tighten({**ledger.buckets, **changed}, tightening, now)
             return Ledger({**ledger.buckets, **changed}, ledger.tallies) if changed else None
 
         self._update(change)
@@ -108,6 +117,8 @@ class LocalAllowance(ABC):
                     rules.ahead(b.requests_at, now),
                     rules.ahead(b.tokens_at, now),
                     len(rules.live(b.held, now)),
+                    b.requests_rate,
+                    b.tokens_rate,
                 )
             )
         return out

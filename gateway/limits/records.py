@@ -13,8 +13,11 @@ _NOTHING_HELD: Mapping[str, float] = MappingProxyType({})
 
 
 class Claim(NamedTuple):
-    """One allowance a call draws from: `name` is `deployment:NAME` or `key:VARIABLE`,
-    `tokens` what the call may use (its estimated input plus `max_output_tokens`)."""
+    """One allowance a call draws from: `name` is `deployment:NAME`, `key:VARIABLE` or
+    `provider:VARIABLE/MODEL`, `tokens` what the call may use (its estimated input plus
+    `max_output_tokens`). An allowance's limits are its configured ones, tightened by
+    what the provider's headers said (`Bucket`'s rates): a `provider:` allowance has
+    only those."""
 
     name: str
     limits: Limits
@@ -33,6 +36,9 @@ class Grant(NamedTuple):
     blocking: str = ""
     ticket: str = ""
     claims: tuple[Claim, ...] = ()
+    # For each claim taken: how far ahead of the draw its request and token buckets were
+    # booked once it took its place (seconds).
+    ahead: tuple[tuple[float, float], ...] = ()
 
 
 GRANTED = Grant(True)
@@ -40,12 +46,32 @@ GRANTED = Grant(True)
 
 class Bucket(NamedTuple):
     """One allowance's state: when each rate's bucket is next empty (the GCRA's
-    theoretical arrival times, epoch seconds) and the calls in flight, each slot's ticket
-    with the time it is released by itself (a process that died holds none for long)."""
+    theoretical arrival times, epoch seconds), the calls in flight, each slot's ticket
+    with the time it is released by itself (a process that died holds none for long), and
+    the provider's own limits a minute as its headers last stated them (0: none stated),
+    which hold wherever they are tighter than the configured ones."""
 
     requests_at: float = 0.0
     tokens_at: float = 0.0
     held: Mapping[str, float] = _NOTHING_HELD
+    requests_rate: float = 0.0
+    tokens_rate: float = 0.0
+
+
+class Tightening(NamedTuple):
+    """What a provider's headers do to the allowance `name` they speak for (the key's
+    `provider:` one): each rate's bucket is moved `later` by this many seconds, and
+    booked at least `ahead` of now (0: neither), and its limit a minute is the one the
+    headers were read against (the provider's stated one, or else the configured one;
+    0: neither)."""
+
+    name: str
+    requests_later: float = 0.0
+    requests_ahead: float = 0.0
+    requests_rate: float = 0.0
+    tokens_later: float = 0.0
+    tokens_ahead: float = 0.0
+    tokens_rate: float = 0.0
 
 
 EMPTY_BUCKET = Bucket()
@@ -62,10 +88,13 @@ class Tally(NamedTuple):
 
 class Use(NamedTuple):
     """One allowance's use now, for `support-ask cooldowns`: how far ahead each rate is
-    booked (seconds of its bucket taken), and the calls in flight."""
+    booked (seconds of its bucket taken), the calls in flight, and the provider's own
+    limits a minute as its headers last stated them (0: none)."""
 
     name: str
     limits: Limits
     requests_ahead: float
     tokens_ahead: float
     in_flight: int
+    requests_rate: float = 0.0
+    tokens_rate: float = 0.0

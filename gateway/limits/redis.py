@@ -5,7 +5,9 @@ disagree still book the same seconds).
 Keys, under `state.prefix`:
 
     <prefix>:limit:<name>    a hash: `r` and `t`, when the request and token buckets are
-                             next empty (epoch s); expires once both are
+                             next empty (epoch s), and `R` and `T`, the provider's own
+                             limits a minute as its headers stated them; expires once
+                             both buckets are empty
     <prefix>:held:<name>     a sorted set: the calls in flight, each ticket scored with
                              the time its slot frees itself
     <prefix>:retries:<name>  a hash: a deployment's recent first calls and retries, and
@@ -29,7 +31,7 @@ from typing import Any
 
 from gateway.limits import rules
 from gateway.limits.memory import MemoryAllowance
-from gateway.limits.records import Claim, Grant, Use
+from gateway.limits.records import Claim, Grant, Tightening, Use
 from gateway.state.redis import DEFAULT_PREFIX, RedisStore, trouble
 
 Warn = Callable[[str], None]
@@ -42,7 +44,8 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 # KEYS: per claim its limit hash and held set; then the tally hash, if the draw counts a
 # first call. ARGV: most_wait, ticket, hold, n, burst, poll, then per claim rpm, tpm,
 # concurrent (0: no such limit) and tokens; then the retry window. Returns {granted,
-# wait, the blocking claim's number and limit}.
+# wait, the blocking claim's number and limit, which claims were taken (a 1 or 0 each),
+# then for each claim taken how far ahead its two buckets are booked}.
 DRAW = (
     _CLOCK
     + """
@@ -55,14 +58,21 @@ local function gcra_wait(at, rate, cost)
   local start = math.max(at, now)
   return math.max(0, start + math.min(cost * interval, tolerance) - tolerance - now)
 end
-local seen = {}
+local function lowest(configured, stated)
+  if stated <= 0 then return configured end
+  if configured <= 0 then return stated end
+  return math.min(configured, stated)
+end
+local seen, taken, booked = {}, '', {}
 for i = 1, n do
   local a = 6 + (i - 1) * 4
   local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local conc, tokens = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local v = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't')
+  local v = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'R', 'T')
   local r, t = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+  rpm, tpm = lowest(rpm, tonumber(v[3]) or 0), lowest(tpm, tonumber(v[4]) or 0)
   seen[i] = {r, t, rpm, tpm, conc, tokens}
+  taken = taken .. ((rpm > 0 or tpm > 0 or conc > 0) and '1' or '0')
   if rpm > 0 then
     local w = gcra_wait(r, rpm, 1)
     if w > wait then wait, blocking = w, i .. ' rpm' end
@@ -80,7 +90,7 @@ for i = 1, n do
     end
   end
 end
-if full or wait > most then return {0, string.format('%.17g', wait), blocking} end
+if full or wait > most then return {0, string.format('%.17g', wait), blocking, taken} end
 for i = 1, n do
   local r, t, rpm, tpm, conc, tokens = unpack(seen[i])
   if rpm > 0 then r = math.max(r, now) + 60 / rpm end
@@ -89,6 +99,10 @@ for i = 1, n do
     redis.call('HSET', KEYS[2 * i - 1], 'r', string.format('%.17g', r), 't',
       string.format('%.17g', t))
     redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil((math.max(r, t) - now + 60) * 1000))
+  end
+  if rpm > 0 or tpm > 0 or conc > 0 then
+    booked[#booked + 1] = string.format('%.17g', math.max(0, r - now))
+    booked[#booked + 1] = string.format('%.17g', math.max(0, t - now))
   end
   if conc > 0 then
     redis.call('ZADD', KEYS[2 * i], now + wait + hold, ticket)
@@ -103,23 +117,45 @@ if #KEYS > 2 * n then
     'retries', string.format('%.17g', (tonumber(v[2]) or 0) * f), 'at', string.format('%.17g', now))
   redis.call('PEXPIRE', KEYS[#KEYS], math.ceil(window * 10000))
 end
-return {1, string.format('%.17g', wait), blocking}
+return {1, string.format('%.17g', wait), blocking, taken, unpack(booked)}
 """
 )
 
-# KEYS: per claim its limit hash and held set. ARGV: ticket, n, then per claim tpm (0:
-# none) and the tokens to give back (negative: taken beyond the reservation).
-SETTLE = """
+# KEYS: per claim its limit hash and held set; then the limit hash the provider's headers
+# tighten, if they do. ARGV: ticket, n, then per claim tpm (0: none) and the tokens to
+# give back (negative: taken beyond the reservation); then, with that hash, for requests
+# and then tokens: how much later its bucket moves, how far ahead of now it is booked at
+# least, and the limit it is read against (`Tightening`).
+SETTLE = (
+    _CLOCK
+    + """
 local ticket, n = ARGV[1], tonumber(ARGV[2])
 for i = 1, n do
   local tpm, back = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
-  if tpm > 0 and back ~= 0 and redis.call('EXISTS', KEYS[2 * i - 1]) == 1 then
-    redis.call('HINCRBYFLOAT', KEYS[2 * i - 1], 't', string.format('%.17g', -back * 60 / tpm))
+  if back ~= 0 and redis.call('EXISTS', KEYS[2 * i - 1]) == 1 then
+    local stated = tonumber(redis.call('HGET', KEYS[2 * i - 1], 'T')) or 0
+    if stated > 0 and (tpm <= 0 or stated < tpm) then tpm = stated end
+    if tpm > 0 then
+      redis.call('HINCRBYFLOAT', KEYS[2 * i - 1], 't', string.format('%.17g', -back * 60 / tpm))
+    end
   end
   redis.call('ZREM', KEYS[2 * i], ticket)
 end
+if #KEYS > 2 * n then
+  local a = 2 + 2 * n
+  local rl, ra, rr = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local tl, ta, tr = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local v = redis.call('HMGET', KEYS[#KEYS], 'r', 't')
+  local r = math.max((tonumber(v[1]) or 0) + rl, now + ra)
+  local t = math.max((tonumber(v[2]) or 0) + tl, now + ta)
+  redis.call('HSET', KEYS[#KEYS], 'r', string.format('%.17g', r), 't', string.format('%.17g', t))
+  if rr > 0 then redis.call('HSET', KEYS[#KEYS], 'R', string.format('%.17g', rr)) end
+  if tr > 0 then redis.call('HSET', KEYS[#KEYS], 'T', string.format('%.17g', tr)) end
+  redis.call('PEXPIRE', KEYS[#KEYS], math.ceil((math.max(r, t) - now + 60) * 1000))
+end
 return 1
 """
+)
 
 # KEYS: the tally hash. ARGV: share, the retries always allowed, the window. 1: retry.
 RETRY = (
@@ -211,7 +247,7 @@ class RedisAllowance:
         args.append(repr(rules.RETRY_WINDOW_S))
         try:
             self._redis()
-            granted, wait, blocking = self._scripts["draw"](keys=keys, args=args)
+            granted, wait, blocking, taken, *booked = self._scripts["draw"](keys=keys, args=args)
         except trouble() as exc:
             return self._failed(exc).draw(
                 claims, now=now, most_wait=most_wait, hold=hold, count=count
@@ -220,20 +256,35 @@ class RedisAllowance:
         shown = f"{claims[int(number) - 1].name} {what}" if number else ""
         if not int(granted):
             return Grant(False, float(_text(wait)), shown)
-        return Grant(True, float(_text(wait)), shown, ticket, tuple(claims))
+        mine = tuple(c for c, bit in zip(claims, _text(taken), strict=True) if bit == "1")
+        ahead = [float(_text(b)) for b in booked]
+        pairs = tuple(zip(ahead[::2], ahead[1::2], strict=True))
+        return Grant(True, float(_text(wait)), shown, ticket, mine, pairs)
 
-    def settle(self, grant: Grant, *, used: int | None, now: float) -> None:
+    def settle(
+        self,
+        grant: Grant,
+        *,
+        used: int | None,
+        now: float,
+        tightening: Tightening | None = None,
+    ) -> None:
         if self._local is not None:
-            self._local.settle(grant, used=used, now=now)
+            self._local.settle(grant, used=used, now=now, tightening=tightening)
             return
-        if not grant.granted or not grant.claims:
+        claims = grant.claims if grant.granted else ()
+        if not claims and tightening is None:
             return
-        args: list[object] = [grant.ticket, len(grant.claims)]
-        for c in grant.claims:
+        keys = self._keys(claims)
+        args: list[object] = [grant.ticket, len(claims)]
+        for c in claims:
             args += [c.limits.tpm or 0, 0 if used is None else c.tokens - used]
+        if tightening is not None:
+            keys.append(self._key("limit", tightening.name))
+            args += [repr(v) for v in tightening[1:]]
         try:
             self._redis()
-            self._scripts["settle"](keys=self._keys(grant.claims), args=args)
+            self._scripts["settle"](keys=keys, args=args)
         except trouble() as exc:
             self._failed(exc)
 
@@ -257,7 +308,7 @@ class RedisAllowance:
             pipe = self._redis().pipeline(transaction=False)
             pipe.time()
             for c in claims:
-                pipe.hmget(self._key("limit", c.name), "r", "t")
+                pipe.hmget(self._key("limit", c.name), "r", "t", "R", "T")
                 pipe.zrange(self._key("held", c.name), 0, -1, withscores=True)
             server, *values = pipe.execute()
         except trouble() as exc:
@@ -265,7 +316,7 @@ class RedisAllowance:
         at = float(server[0]) + float(server[1]) / 1e6
         out: list[Use] = []
         for i, c in enumerate(claims):
-            (r, t), held = values[2 * i], values[2 * i + 1]
+            (r, t, rr, tr), held = values[2 * i], values[2 * i + 1]
             out.append(
                 Use(
                     c.name,
@@ -273,6 +324,8 @@ class RedisAllowance:
                     rules.ahead(float(r or 0), at),
                     rules.ahead(float(t or 0), at),
                     sum(1 for _, until in held if until > at),
+                    float(rr or 0),
+                    float(tr or 0),
                 )
             )
         return out

@@ -7,6 +7,13 @@ minute's worth at once would be refused. A call larger than the burst (a long pr
 against a small token limit) waits for an empty bucket, then goes. The Redis allowance
 runs the same arithmetic in Lua on the server's clock; tests run one table of cases
 against every allowance.
+
+A provider's rate-limit headers (`gateway.model.Headroom`) tighten the allowance they
+speak for (`tightening`, `tighten`): its stated limit holds where it is lower than the
+configured one, and what the provider counted beyond what the fleet booked moves the
+bucket later, so a key another application also uses paces this fleet down to what is
+left rather than into 429s. They never loosen: a bucket is only ever moved later, and the
+configured limit still holds.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from gateway.config.model import Limits
-from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally
+from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally, Tightening
+from gateway.model import Headroom, Window
 
 BURST_S = 1.0
 # Calls at once are not booked ahead: a full allowance is looked at again this soon.
@@ -27,7 +35,22 @@ RETRY_WINDOW_S = 60.0
 MIN_RETRIES = 3.0
 
 
-def gcra_wait(at: float, per_minute: int, cost: float, now: float) -> float:
+def _lowest(configured: int | None, stated: float) -> float | None:
+    if stated <= 0:
+        return None if configured is None else float(configured)
+    return stated if configured is None else min(float(configured), stated)
+
+
+def rates(claim: Claim, bucket: Bucket) -> tuple[float | None, float | None]:
+    """The requests and tokens a minute `claim` is held to: the lower of its configured
+    limit and the provider's stated one (None: neither)."""
+    return (
+        _lowest(claim.limits.rpm, bucket.requests_rate),
+        _lowest(claim.limits.tpm, bucket.tokens_rate),
+    )
+
+
+def gcra_wait(at: float, per_minute: float, cost: float, now: float) -> float:
     """How long a draw of `cost` cells waits on a bucket next empty at `at`."""
     interval = 60.0 / per_minute
     tolerance = max(interval, BURST_S)
@@ -35,7 +58,7 @@ def gcra_wait(at: float, per_minute: int, cost: float, now: float) -> float:
     return max(0.0, start + min(cost * interval, tolerance) - tolerance - now)
 
 
-def gcra_take(at: float, per_minute: int, cost: float, now: float) -> float:
+def gcra_take(at: float, per_minute: float, cost: float, now: float) -> float:
     """The bucket's new `at` once `cost` cells are taken."""
     return max(at, now) + cost * 60.0 / per_minute
 
@@ -58,11 +81,16 @@ def draw(
     Every allowance is judged before any is taken, so a call either takes its place in all
     of them or in none; the longest wait among them is the call's."""
     wait, blocking, full = 0.0, "", False
+    taken: list[Claim] = []
     for claim in claims:
         b, lim = buckets.get(claim.name, EMPTY_BUCKET), claim.limits
+        rpm, tpm = rates(claim, b)
+        if rpm is None and tpm is None and lim.concurrent is None:
+            continue  # nothing limits it (yet): nothing to book, nothing to settle
+        taken.append(claim)
         for what, at, rate, cost in (
-            ("rpm", b.requests_at, lim.rpm, 1.0),
-            ("tpm", b.tokens_at, lim.tpm, float(claim.tokens)),
+            ("rpm", b.requests_at, rpm, 1.0),
+            ("tpm", b.tokens_at, tpm, float(claim.tokens)),
         ):
             if rate is not None:
                 w = gcra_wait(at, rate, cost, now)
@@ -77,18 +105,21 @@ def draw(
     if full or wait > most_wait:
         return Grant(False, wait, blocking), {}
     changed: dict[str, Bucket] = {}
-    for claim in claims:
+    booked: list[tuple[float, float]] = []
+    for claim in taken:
         b, lim = buckets.get(claim.name, EMPTY_BUCKET), claim.limits
+        rpm, tpm = rates(claim, b)
         requests_at, tokens_at, held = b.requests_at, b.tokens_at, dict(b.held)
-        if lim.rpm is not None:
-            requests_at = gcra_take(requests_at, lim.rpm, 1.0, now)
-        if lim.tpm is not None:
-            tokens_at = gcra_take(tokens_at, lim.tpm, float(claim.tokens), now)
+        if rpm is not None:
+            requests_at = gcra_take(requests_at, rpm, 1.0, now)
+        if tpm is not None:
+            tokens_at = gcra_take(tokens_at, tpm, float(claim.tokens), now)
         if lim.concurrent is not None:
             held = live(held, now)
             held[ticket] = now + wait + hold
-        changed[claim.name] = Bucket(requests_at, tokens_at, held)
-    return Grant(True, wait, blocking, ticket, tuple(claims)), changed
+        changed[claim.name] = b._replace(requests_at=requests_at, tokens_at=tokens_at, held=held)
+        booked.append((ahead(requests_at, now), ahead(tokens_at, now)))
+    return Grant(True, wait, blocking, ticket, tuple(taken), tuple(booked)), changed
 
 
 def settle(
@@ -102,12 +133,71 @@ def settle(
         b = buckets.get(claim.name)
         if b is None:
             continue
-        tokens_at = b.tokens_at
-        if claim.limits.tpm is not None and used is not None:
-            tokens_at -= (claim.tokens - used) * 60.0 / claim.limits.tpm
+        tokens_at, tpm = b.tokens_at, rates(claim, b)[1]
+        if tpm is not None and used is not None:
+            tokens_at -= (claim.tokens - used) * 60.0 / tpm
         held = {t: u for t, u in live(b.held, now).items() if t != grant.ticket}
-        changed[claim.name] = Bucket(b.requests_at, tokens_at, held)
+        changed[claim.name] = b._replace(tokens_at=tokens_at, held=held)
     return changed
+
+
+def _provider_ahead(window: Window, rate: float) -> float:
+    """How far ahead of the call's start the provider's own bucket stood, once the call
+    was counted, in this allowance's terms: a draw may go at once while a burst
+    (`BURST_S` of the rate) is free, so what is left is that much less booked."""
+    interval = 60.0 / rate
+    return max(0.0, max(interval, BURST_S) - window.remaining * interval)
+
+
+def tightening(seen: Headroom, name: str, grant: Grant, *, ago: float) -> Tightening | None:
+    """What the provider's `seen` headers do to the allowance `name` they speak for; None:
+    nothing (they say no more is used than the fleet booked). `grant` is the call's place
+    (its claims with their configured limits, and how far ahead each was booked), `ago`
+    how many seconds since the call was sent: the provider counted it then.
+
+    Where the allowance was booked for the call, the provider's bucket is compared with
+    it as of the call's start, and whatever the provider counted beyond it (another
+    application's calls, or a limit set too high) moves the bucket later by as much, on
+    top of what this fleet booked since; where it was not (nothing limited it yet), the
+    bucket starts from the provider's. A window whose limit the provider did not state
+    (Azure's) is read against the lowest configured one, which then stands as its limit;
+    with neither, it says nothing that can be paced."""
+    booked = dict(zip((c.name for c in grant.claims), grant.ahead, strict=True)).get(name)
+    moved: list[float] = []
+    for i, (window, configured) in enumerate(
+        (
+            (seen.requests, [c.limits.rpm for c in grant.claims if c.limits.rpm]),
+            (seen.tokens, [c.limits.tpm for c in grant.claims if c.limits.tpm]),
+        )
+    ):
+        stated = float(window.limit) if window is not None and window.limit else 0.0
+        rate = stated or float(min(configured, default=0))
+        later = ahead = 0.0
+        if window is not None and rate > 0:
+            theirs = _provider_ahead(window, rate)
+            if booked is None:
+                ahead = theirs - ago
+            else:
+                later = max(0.0, theirs - max(0.0, booked[i] - grant.wait))
+        moved += [later, ahead, rate]
+    if max(moved[0], moved[1], moved[3], moved[4]) <= 0:
+        return None
+    return Tightening(name, *moved)
+
+
+def tighten(buckets: Mapping[str, Bucket], t: Tightening, now: float) -> dict[str, Bucket]:
+    """The bucket `t` names once tightened: moved later, or booked at least as far ahead,
+    as the provider's numbers say (never earlier), with the limits they were read
+    against."""
+    b = buckets.get(t.name, EMPTY_BUCKET)
+    return {
+        t.name: b._replace(
+            requests_at=max(b.requests_at + t.requests_later, now + t.requests_ahead),
+            tokens_at=max(b.tokens_at + t.tokens_later, now + t.tokens_ahead),
+            requests_rate=t.requests_rate or b.requests_rate,
+            tokens_rate=t.tokens_rate or b.tokens_rate,
+        )
+    }
 
 
 def decayed(tally: Tally, now: float) -> Tally:

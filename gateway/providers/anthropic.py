@@ -24,15 +24,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway.model import ErrorKind, ProviderError, Reply, Request, Role
+from gateway.providers import headroom
 from gateway.providers.failures import malformed, protocol_failure, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, decode_json
 from gateway.providers.turns import alternating
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import httpx
 
     from gateway.config import Deployment
+    from gateway.model import Headroom
     from gateway.providers.sse import SseEvent
     from gateway.seams import Clock
     from gateway.secrets.key import Secret
@@ -222,3 +226,6 @@ class AnthropicProvider(HttpProvider):
 
     def _parser(self) -> MessageStream:
         return MessageStream(self._now)
+
+    def _headroom(self, headers: Mapping[str, str], now: float) -> Headroom | None:
+        return headroom.anthropic(headers, now)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from gateway.clock import SystemClock
-from gateway.model import ErrorKind, ProviderError, Reply, Request, TextSink, Timer
+from gateway.model import ErrorKind, Headroom, ProviderError, Reply, Request, TextSink, Timer
 from gateway.providers.deadline import Deadline, shutdown_stream
 from gateway.providers.failures import malformed, timed_out
 from gateway.providers.jsonshape import decode_json, encode
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     import ssl
 
     from gateway.config import Deployment
+    from gateway.providers.headroom import RateHeaders
     from gateway.providers.resolve import Resolver
     from gateway.providers.sse import SseEvent, StreamParser
     from gateway.seams import Clock
@@ -113,7 +114,8 @@ class HttpClient:
     the real network, a watchdog enforces each attempt's deadline on the socket itself,
     and a direct connection looks its host up through `resolve` (the system's resolver
     unless a test injects one) for at most the connect timeout (`gateway.providers.resolve`).
-    `tls=False` (an http:// endpoint) skips loading the CA bundle.
+    `tls=False` (an http:// endpoint) skips loading the CA bundle. `rate_headers` reads the
+    provider's rate-limit headers of each response into `seen` (None: it sends none).
     """
 
     def __init__(
@@ -125,8 +127,11 @@ class HttpClient:
         connect_timeout: float = CONNECT_TIMEOUT_S,
         tls: bool = True,
         resolve: Resolver | None = None,
+        rate_headers: RateHeaders | None = None,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self._rate_headers = rate_headers
+        self.seen: Headroom | None = None  # the last response's rate-limit headers
         self._sockets = transport is None
         self._connect_timeout = connect_timeout
         self._last_stream: object = None
@@ -279,6 +284,7 @@ class HttpClient:
             raise self._timed_out(deadline, Timer.ATTEMPT, silent=True)
         response: httpx.Response | None = None
         outcome = "not sent"
+        self.seen = None
         try:
             request = self._client.build_request(
                 "POST",
@@ -291,6 +297,8 @@ class HttpClient:
                 deadline.watch(functools.partial(self._expire, deadline))
             response = self._client.send(request, stream=True)
             outcome = str(response.status_code)
+            if self._rate_headers is not None:
+                self.seen = self._rate_headers(response.headers, clock.wall())
             if self._sockets:
                 deadline.stream = response.extensions.get("network_stream", deadline.stream)
             if not response.is_success:
@@ -299,11 +307,12 @@ class HttpClient:
                 )
 
                 body = self._error_body(response, deadline)
-                raise ProviderError(
-                    errors.classify_response(
-                        response.status_code, response.headers, body, now=clock.wall()
-                    )
+                failure = errors.classify_response(
+                    response.status_code, response.headers, body, now=clock.wall()
                 )
+                if self.seen is not None:
+                    failure = dataclasses.replace(failure, headroom=self.seen)
+                raise ProviderError(failure)
             now = clock.monotonic()
             late = deadline.passed(now)
             if late is not None:
@@ -436,7 +445,8 @@ class HttpProvider(ABC):
 
     A subclass says where to send (the `url` it is built with, or `_url` when streaming goes
     elsewhere), what (`_body`) and how to read the answer (`_parse` for a whole reply,
-    `_parser` for a stream); this class owns the client and the call.
+    `_parser` for a stream), and how its rate-limit headers read (`_headroom`); this class
+    owns the client and the call.
     """
 
     def __init__(
@@ -456,7 +466,11 @@ class HttpProvider(ABC):
         sent = {name.lower(): value for name, value in deployment.headers}
         sent.update(headers)
         self._http = HttpClient(
-            sent, transport=transport, clock=clock, tls=url.startswith("https:")
+            sent,
+            transport=transport,
+            clock=clock,
+            tls=url.startswith("https:"),
+            rate_headers=self._headroom,
         )
 
     def __repr__(self) -> str:
@@ -481,18 +495,29 @@ class HttpProvider(ABC):
                     first_token=first_token,
                     stall=stall,
                 )
-                return self._parse(data)
-            return self._http.stream_reply(
-                self._url(stream=True),
-                self._body(request, stream=True),
-                timeout=timeout,
-                on_text=on_text,
-                parser=self._parser(),
-                first_token=first_token,
-                stall=stall,
+                return self._seen(self._parse(data))
+            return self._seen(
+                self._http.stream_reply(
+                    self._url(stream=True),
+                    self._body(request, stream=True),
+                    timeout=timeout,
+                    on_text=on_text,
+                    parser=self._parser(),
+                    first_token=first_token,
+                    stall=stall,
+                )
             )
         except ProviderError as err:
             raise self._http.scrub(err) from None
+
+    def _headroom(self, headers: Mapping[str, str], now: float) -> Headroom | None:
+        """What a response's rate-limit headers say is left (`gateway.providers.headroom`):
+        a provider that sends them reads them in its own dialect."""
+        return None
+
+    def _seen(self, reply: Reply) -> Reply:
+        seen = self._http.seen
+        return reply if seen is None else dataclasses.replace(reply, headroom=seen)
 
     def close(self) -> None:
         self._http.close()

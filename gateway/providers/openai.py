@@ -16,17 +16,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.model import ErrorKind, Reply, Request, Role
+from gateway.providers import headroom
 from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
 from gateway.providers.turns import sequence
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     import httpx
 
     from gateway.config import Deployment
+    from gateway.model import Headroom
     from gateway.providers.sse import SseEvent
     from gateway.seams import Clock
     from gateway.secrets.key import Secret
@@ -245,3 +247,6 @@ class OpenAIProvider(HttpProvider):
 
     def _parser(self) -> ChatStream:
         return ChatStream(self._now)
+
+    def _headroom(self, headers: Mapping[str, str], now: float) -> Headroom | None:
+        return headroom.x_ratelimit(headers, now)

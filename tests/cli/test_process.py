@@ -23,19 +23,25 @@ ANSWER = "Open Settings, then choose Reset password."
 class Providers:
     """One server playing OpenAI (/v1/chat/completions) and Anthropic (/v1/messages).
 
-    `primary_status` makes every OpenAI call fail with that status (None: answer).
+    `primary_status` makes every OpenAI call fail with that status (None: answer);
+    `primary_headers` go with each of its replies (its rate-limit headers).
     """
 
     def __init__(self) -> None:
         self.primary_status: int | None = None
         self.fallback_status: int | None = None
+        self.primary_headers: dict[str, str] = {}
         self.server = LoopbackServer(self.handle)
 
     def handle(self, ex: Exchange) -> None:
         if ex.path.endswith("/chat/completions"):
             if self.primary_status is not None:
                 error = {"message": "Rate limit reached", "type": "requests"}
-                ex.respond(self.primary_status, {"error": {**error, "code": "rate_limit_exceeded"}})
+                ex.respond(
+                    self.primary_status,
+                    {"error": {**error, "code": "rate_limit_exceeded"}},
+                    headers=self.primary_headers,
+                )
                 return
             ex.respond(
                 200,
@@ -53,6 +59,7 @@ class Providers:
                     ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18},
                 },
+                headers=self.primary_headers,
             )
         elif ex.path.endswith("/messages"):
             if self.fallback_status is not None:

@@ -10,7 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from gateway.config.model import Limits
-from gateway.limits.records import Claim
+from gateway.limits import rules
+from gateway.limits.records import Claim, Tightening
+from gateway.model import Headroom, Window
 from gateway.seams import Allowance
 
 T = 1_700_000_000.0
@@ -111,6 +113,66 @@ def usage_shows_what_is_booked_and_in_flight(a: Allowance) -> None:
     assert (use.requests_ahead, use.tokens_ahead) == (near(1.0), near(6.0))
 
 
+def spent(limit: int | None, remaining: int, reset_s: float | None = None) -> Headroom:
+    """Headers that say `remaining` requests are left of `limit` a minute."""
+    return Headroom(requests=Window(limit, remaining, reset_s))
+
+
+def the_providers_numbers_limit_a_key_with_no_limits_set(a: Allowance) -> None:
+    provider = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 100)
+    first = draw(a, provider)
+    assert first.granted and first.claims == ()  # nothing limits it yet: nothing booked
+    # Another application spent the key's window: none left of 60 a minute.
+    tightening = rules.tightening(spent(60, 0, 1.0), provider.name, first, ago=0.0)
+    assert tightening is not None
+    a.settle(first, used=None, now=T, tightening=tightening)
+    waits = [draw(a, provider) for _ in range(2)]
+    assert [g.wait for g in waits] == [near(1.0), near(2.0)]  # the provider's 60 a minute
+    assert waits[0].blocking == "provider:OPENAI_API_KEY/gpt-4o rpm"
+    (use,) = a.usage([provider], T)
+    assert use.requests_rate == 60.0
+
+
+def what_another_application_used_moves_the_bucket_later(a: Allowance) -> None:
+    provider = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 100)
+    known = Tightening(provider.name, requests_rate=120.0)  # its limit, stated before
+    a.settle(draw(a, provider), used=None, now=T, tightening=known)
+    grant = draw(a, provider)
+    assert grant.ahead == ((near(0.5), near(0.0)),)  # this call: half a second of the rate
+    # Had the fleet been alone, one call of the burst of two would be left; none is.
+    alone = rules.tightening(spent(120, 1), provider.name, grant, ago=0.0)
+    assert alone is None or (alone.requests_later, alone.requests_ahead) == (0.0, 0.0)
+    used = rules.tightening(spent(120, 0), provider.name, grant, ago=0.0)
+    assert used is not None and used.requests_later == near(0.5)
+    a.settle(grant, used=None, now=T, tightening=used)
+    assert draw(a, provider).wait == near(0.5)  # not 0: the other call counted too
+
+
+def a_limit_the_provider_did_not_state_is_read_against_the_configured_one(
+    a: Allowance,
+) -> None:
+    # Azure states only what is left: read against the deployment's configured 60.
+    deployment = Claim("deployment:azure-eu", Limits(rpm=60), 10)
+    provider = Claim("provider:AZURE_KEY/gpt-4o", Limits(), 10)
+    grant = draw(a, deployment, provider)
+    tightening = rules.tightening(spent(None, 0), provider.name, grant, ago=0.0)
+    a.settle(grant, used=None, now=T, tightening=tightening)
+    (use,) = a.usage([provider], T)
+    assert (use.requests_rate, use.requests_ahead) == (60.0, near(1.0))
+
+
+def the_providers_numbers_never_loosen_a_configured_limit(a: Allowance) -> None:
+    key = Claim("key:OPENAI_API_KEY", Limits(rpm=60), 10)
+    provider = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 10)
+    grant = draw(a, key, provider)
+    # The provider allows 6000 a minute and has nearly all of it left: nothing tightens...
+    assert rules.tightening(spent(6000, 5990, 0.1), provider.name, grant, ago=0.0) is None
+    # ... and even a stated limit learnt from a spent window leaves the key's 60 in force.
+    tightening = rules.tightening(spent(6000, 0, 0.1), provider.name, grant, ago=0.0)
+    a.settle(grant, used=None, now=T, tightening=tightening)
+    assert [draw(a, key, provider).wait for _ in range(2)] == [near(1.0), near(2.0)]
+
+
 LIMIT_CASES: list[Callable[[Allowance], None]] = [
     a_rate_a_minute_is_spaced_to_one_second_bursts,
     a_burst_of_one_seconds_worth_goes_at_once,
@@ -122,4 +184,8 @@ LIMIT_CASES: list[Callable[[Allowance], None]] = [
     a_draw_takes_its_place_in_every_allowance_or_in_none,
     the_retry_budget_is_a_share_of_recent_first_calls,
     usage_shows_what_is_booked_and_in_flight,
+    the_providers_numbers_limit_a_key_with_no_limits_set,
+    what_another_application_used_moves_the_bucket_later,
+    a_limit_the_provider_did_not_state_is_read_against_the_configured_one,
+    the_providers_numbers_never_loosen_a_configured_limit,
 ]

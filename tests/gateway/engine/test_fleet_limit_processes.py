@@ -65,3 +65,31 @@ def test_two_runs_on_one_machine_share_the_limit_through_its_state_file(
     assert listed.returncode == 0, listed.stderr
     assert "shared limits" in listed.stdout and "key:OPENAI_API_KEY" in listed.stdout
     assert "1 rpm" in listed.stdout
+
+
+# Another application spent the key: nothing left of 20 a minute, whole in 3 s.
+SPENT = {
+    "x-ratelimit-limit-requests": "20",
+    "x-ratelimit-remaining-requests": "0",
+    "x-ratelimit-reset-requests": "3s",
+}
+
+
+def test_the_providers_headers_pace_two_machines_with_no_limits_set(
+    tmp_path: Path, providers: Providers, server: RedisServer
+) -> None:
+    providers.primary_headers = SPENT
+    a, b = (machine(tmp_path, n, providers, server.url) for n in "ab")
+    first = support_ask(a, *QUESTION)
+    assert first.returncode == 0, first.stderr
+    second = support_ask(b, *QUESTION)
+    assert second.returncode == 0, second.stderr
+    out = json.loads(second.stdout)
+    assert out["deployment"] == "primary"
+    waited = [a for a in out["attempts"] if a["decision"] == "waited"]
+    assert len(waited) == 1 and "provider:OPENAI_API_KEY/" in waited[0]["detail"]
+    assert waited[0]["wait_s"] > 0  # what is left of 3 s once the process started
+
+    listed = support_ask(b, "cooldowns")
+    assert listed.returncode == 0, listed.stderr
+    assert "provider:OPENAI_API_KEY/" in listed.stdout and "20 rpm stated" in listed.stdout

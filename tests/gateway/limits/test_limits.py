@@ -14,10 +14,12 @@ import pytest
 
 from gateway.config.location import RedisURL
 from gateway.config.model import Limits
+from gateway.limits import rules
 from gateway.limits.file import FileAllowance
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
 from gateway.limits.redis import RedisAllowance
+from gateway.model import Headroom, Window
 from gateway.seams import Allowance
 from gateway.state.memory import MemoryStore
 from gateway.state.redis import RedisStore
@@ -84,6 +86,18 @@ def test_a_redis_that_is_down_keeps_each_process_to_its_share() -> None:
     assert "own share" in warnings[0] and "s3cret-pw" not in warnings[0]
 
 
+def test_with_redis_down_the_providers_headers_still_pace_this_process() -> None:
+    warnings: list[str] = []
+    allowance = redis_allowance(f"redis://127.0.0.1:{free_port()}/0", warnings.append)
+    provider = Claim("provider:ANTHROPIC_API_KEY/claude", Limits(), 10)
+    grant = allowance.draw([provider], now=T, most_wait=30, hold=20)
+    seen = Headroom(requests=Window(60, 0, 1.0))
+    tightening = rules.tightening(seen, provider.name, grant, ago=0.0)
+    allowance.settle(grant, used=None, now=T, tightening=tightening)
+    assert allowance.draw([provider], now=T, most_wait=30, hold=20).wait == 1.0
+    assert len(warnings) == 1
+
+
 def _calls(server: RedisServer) -> dict[str, int]:
     """Each command's calls so far, as the server counts them (a script's own commands
     are counted too, so only the commands a client sends are compared)."""
@@ -105,6 +119,29 @@ def test_a_draw_is_one_round_trip_on_the_server(server: RedisServer) -> None:
     # Five draws, five EVALSHA; the script sent whole once at most (the first EVALSHA
     # finds it missing and redis-py's Script loads it), never again.
     assert sent["evalsha"] in (5, 6) and sent["eval"] + sent["script|load"] <= 1
+
+
+def test_headers_tighten_in_the_settles_one_round_trip(server: RedisServer) -> None:
+    allowance = redis_allowance(server.url, pytest.fail)
+    provider = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 100)
+    warm = Claim("key:WARM", Limits(rpm=600), 1)  # both scripts loaded before counting
+    allowance.settle(allowance.draw([warm], now=T, most_wait=30, hold=20), used=1, now=T)
+
+    def sent() -> int:
+        return _calls(server).get("evalsha", 0)
+
+    before = sent()
+    grant = allowance.draw([provider], now=T, most_wait=30, hold=20)
+    allowance.settle(grant, used=40, now=T)  # nothing limited it: nothing to settle
+    assert sent() - before == 1
+    seen = Headroom(Window(60, 50, 10.0), Window(90_000, 100, 60.0))  # tokens nearly spent
+    tightening = rules.tightening(seen, provider.name, grant, ago=0.0)
+    before = sent()
+    allowance.settle(grant, used=40, now=T, tightening=tightening)
+    assert sent() - before == 1  # the tightening rides on the settle's one round trip
+    (use,) = allowance.usage([provider], T)
+    # 100 tokens left of a second's burst of 1500: the rest of it is booked.
+    assert use.tokens_rate == 90_000.0 and use.tokens_ahead == near(1.0 - 100 / 1500)
 
 
 _DRAWER = textwrap.dedent(
