@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from gateway.providers.batchapi import BatchApi, ItemResult, Snapshot
     from gateway.seams import Compactor, StateStore
 
-NEEDS_FILE = "the questions must be a file: collecting the job reads them again"
-
 
 def submit(opts: BatchOptions, session: Session) -> int:
     from gateway.batch import BadLine, Question, read_items
@@ -196,7 +194,9 @@ def _write(
     )
     engine = None if opts.no_fallback else session.engine(store=state)
     asker = _asker(session, log=True, engine=engine)
-    sent = {item.id: item for item in job.items}
+    # By line: ids may repeat in an input. A line whose id is not the one sent (the file
+    # was edited since) was not sent, whatever its place, and is asked through the engine.
+    sent = {item.line: item for item in job.items}
     records = JsonRecords(state, session.config, session.environ)
     counts = dict.fromkeys(AnsweredVia, 0)
     redactor = session.redactor
@@ -211,8 +211,8 @@ def _write(
             if item.id in done:
                 continue
             prepared = asker.prepare(item)
-            kept = sent.get(item.id)
-            got = results.get(kept.custom_id) if kept is not None else None
+            kept = sent.get(item.line)
+            got = results.get(kept.custom_id) if kept is not None and kept.id == item.id else None
             via, shown = _answer(asker, prepared, deployment, job, got, opts.no_fallback)
             counts[via] += 1
             record = {"id": item.id, "line": item.line, **records.result(item, shown)}

@@ -334,3 +334,15 @@ def test_misused_flags_are_usage_errors(
     got = run(args)
     assert got.exit_code == 2, got.output
     assert says in got.stderr
+
+
+def test_a_line_edited_since_the_job_was_sent_is_asked_through_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fakes = setup(tmp_path, monkeypatch, servers("openai", BatchPlan()), "openai")
+    batch_id = send(tmp_path)
+    edited = [{**QUESTIONS[0], "id": "B1"}, *QUESTIONS[1:]]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(q) + "\n" for q in edited))
+    out = records(collect(batch_id).stdout)
+    assert (out["B1"]["answered_via"], out["A2"]["answered_via"]) == ("engine", "batch")
+    assert len(fakes.chats) == 1
