@@ -13,6 +13,14 @@ pendingRequestCount, as int64 strings), and once `done`, `response` holds
 "message", "status"}}`, with its `metadata`, in the order sent) or a `responsesFile`
 of JSON Lines (`{"key", "response" | "error"}`) at `/download/{version}/{file}:download`.
 A response that names no key is matched by its place, as the API keeps the order.
+
+A job whose requests are more than `INLINE_LIMIT` bytes (the API takes 20 MB inline; a
+thousand questions with their passages are about that) goes as a file instead: JSON
+Lines of `{"key", "request"}`, uploaded with the Files API's resumable protocol
+(`POST /upload/{version}/files` with `X-Goog-Upload-Protocol: resumable` and
+`-Command: start` gives an `x-goog-upload-url`, which takes the bytes with
+`-Command: upload, finalize` and answers the file's `name`), and named in
+`input_config.file_name`; its results then come as a `responsesFile`.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from gateway.providers.batchapi.records import (
 )
 from gateway.providers.batchapi.wire import BatchHttp, jsonl_rows
 from gateway.providers.gemini import api_root, generate_body, parse_generate
-from gateway.providers.jsonshape import as_dict, as_list, as_str
+from gateway.providers.jsonshape import as_dict, as_list, as_str, encode
 
 if TYPE_CHECKING:
     import httpx
@@ -51,6 +59,9 @@ _STATES = {
 }
 # A job that ended without running them all: what it left unrun is this.
 _UNRUN = {"CANCELLED": ItemKind.CANCELED, "EXPIRED": ItemKind.EXPIRED}
+
+
+INLINE_LIMIT = 16 * 1024 * 1024  # bytes of requests sent inline; more go as a file
 
 
 def _state(value: str) -> str:
@@ -80,14 +91,44 @@ class GeminiBatches:
         self._last: dict[str, object] = {}  # the operation last seen, for its inline results
 
     def submit(self, entries: Sequence[Entry], *, name: str) -> Snapshot:
-        requests = [
-            {"request": generate_body(e.request), "metadata": {"key": e.custom_id}} for e in entries
-        ]
-        body = {
-            "batch": {"display_name": name, "input_config": {"requests": {"requests": requests}}}
-        }
+        lines = [encode({"key": e.custom_id, "request": generate_body(e.request)}) for e in entries]
+        config: dict[str, object]
+        if sum(len(line) for line in lines) > INLINE_LIMIT:
+            config = {"file_name": self._upload(b"".join(line + b"\n" for line in lines), name)}
+        else:
+            requests = [
+                {"request": generate_body(e.request), "metadata": {"key": e.custom_id}}
+                for e in entries
+            ]
+            config = {"requests": {"requests": requests}}
+        body = {"batch": {"display_name": name, "input_config": config}}
         url = f"{self._root}/models/{self._model}:batchGenerateContent"
         return self._snapshot(self._http.post_json(url, body))
+
+    def _upload(self, content: bytes, name: str) -> str:
+        """`content` as a file, through the resumable upload: its name (`files/...`)."""
+        from gateway.providers.failures import malformed
+
+        host, _, version = self._root.rpartition("/")
+        start = {
+            "x-goog-upload-protocol": "resumable",
+            "x-goog-upload-command": "start",
+            "x-goog-upload-header-content-length": str(len(content)),
+            "x-goog-upload-header-content-type": "application/jsonl",
+            "content-type": "application/json",
+        }
+        meta = encode({"file": {"display_name": name}})
+        target = self._http.post_raw(f"{host}/upload/{version}/files", meta, start).get(
+            "x-goog-upload-url", ""
+        )
+        if not target.startswith(host + "/"):  # the key goes to no other host
+            raise malformed("the upload's start names no upload address on the API's host")
+        done = {"x-goog-upload-offset": "0", "x-goog-upload-command": "upload, finalize"}
+        uploaded = as_dict(as_dict(self._http.post_bytes(target, content, done)).get("file"))
+        file_name = as_str(uploaded.get("name"))
+        if not file_name:
+            raise malformed("the upload's reply names no file")
+        return file_name
 
     def look(self, batch_id: str) -> Snapshot:
         name = "/".join(quote(part, safe="") for part in batch_id.split("/"))

@@ -91,6 +91,11 @@ class BatchHttp:
         """A raw POST whose reply's headers are what matters (a resumable upload's start)."""
         return self._exchange("POST", url, content=content, headers=dict(headers))[1]
 
+    def post_bytes(self, url: str, content: bytes, headers: Mapping[str, str]) -> object:
+        """A raw POST of `content` whose reply is JSON (a resumable upload's bytes)."""
+        raw = self._send("POST", url, content=content, headers=dict(headers))
+        return decode_json(raw, what="the reply")
+
     def get_bytes(self, url: str) -> bytes:
         return self._send("GET", url)
 

@@ -47,6 +47,8 @@ class GeminiBatchServer(BatchServer):
         super().__init__(plan, key=key)
         self.files = files
         self.downloads: dict[str, bytes] = {}
+        self.uploads: dict[str, bytes] = {}  # by file name: what was uploaded
+        self._sessions: set[str] = set()
 
     def route(
         self, method: str, url: httpx.URL, headers: Mapping[str, str], body: bytes
@@ -58,6 +60,8 @@ class GeminiBatchServer(BatchServer):
                 _error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
             )
         path = url.path
+        if method == "POST" and path == f"/upload{_ROOT}/files":
+            return self._upload(url, headers, body)
         if (
             method == "POST"
             and path.startswith(f"{_ROOT}/models/")
@@ -74,28 +78,64 @@ class GeminiBatchServer(BatchServer):
             return as_json(200, self._operation(job))
         return as_json(404, _error(404, "NOT_FOUND", f"{method} {path} is not found"))
 
+    def _upload(
+        self, url: httpx.URL, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """The Files API's resumable upload: a start gives an upload address, which takes
+        the bytes and finalizes the file."""
+        command = headers.get("x-goog-upload-command", "")
+        if command == "start" and headers.get("x-goog-upload-protocol") == "resumable":
+            session = self.new_id("up")
+            self._sessions.add(session)
+            at = f"{url.scheme}://{url.netloc.decode()}{url.path}?upload_id={session}"
+            return 200, b"", {"x-goog-upload-url": at, "x-goog-upload-status": "active"}
+        session = url.params.get("upload_id", "")
+        if session in self._sessions and command == "upload, finalize":
+            self._sessions.discard(session)
+            name = f"files/{session}"
+            self.uploads[name] = body
+            return as_json(200, {"file": {"name": name, "sizeBytes": str(len(body))}})
+        return as_json(400, _error(400, "INVALID_ARGUMENT", "not a resumable upload"))
+
+    def _rows(self, config: Mapping[str, object]) -> list[object]:
+        """The requests of a job: inlined, or the lines of an uploaded file."""
+        name = config.get("file_name")
+        if isinstance(name, str):
+            lines = self.uploads[name].splitlines()
+            return [
+                {"request": r.get("request"), "metadata": {"key": r.get("key")}}
+                for r in map(json.loads, lines)
+            ]
+        return config["requests"]["requests"]  # type: ignore[index,no-any-return]
+
     def _create(self, model: str, body: bytes) -> tuple[int, bytes, dict[str, str]]:
         try:
             batch = json.loads(body)["batch"]
-            rows = batch["input_config"]["requests"]["requests"]
+            rows = self._rows(batch["input_config"])
         except (ValueError, KeyError, TypeError):
             return as_json(
                 400, _error(400, "INVALID_ARGUMENT", "batch.input_config.requests is required")
             )
         requests: list[tuple[str, Mapping[str, object]]] = []
-        for n, row in enumerate(rows):
-            request = row.get("request") if isinstance(row, dict) else None
+        for n, given in enumerate(rows):
+            row = given if isinstance(given, dict) else {}
+            request = row.get("request")
             if not isinstance(request, dict) or not request.get("contents"):
                 return as_json(
                     400,
                     _error(400, "INVALID_ARGUMENT", f"requests[{n}].request.contents is required"),
                 )
-            key = row.get("metadata", {}).get("key", str(n))
+            metadata = row.get("metadata")
+            key = metadata.get("key", str(n)) if isinstance(metadata, dict) else str(n)
             requests.append((str(key), request))
         if not requests:
             return as_json(400, _error(400, "INVALID_ARGUMENT", "the batch holds no requests"))
         job = self.new_job(self.new_id("batches/"), requests)
-        job.extra.update(model=model, display_name=batch.get("display_name", ""))
+        job.extra.update(
+            model=model,
+            display_name=batch.get("display_name", ""),
+            from_file="file_name" in batch["input_config"],
+        )
         return as_json(200, self._operation(job, created=True))
 
     def _operation(self, job: Job, *, created: bool = False) -> dict[str, object]:
@@ -137,7 +177,7 @@ class GeminiBatchServer(BatchServer):
         return operation
 
     def _output(self, job: Job, rows: list[dict[str, object]]) -> dict[str, object]:
-        if not self.files:
+        if not (self.files or job.extra["from_file"]):  # a file's job answers in a file
             return {"@type": _OUTPUT_TYPE, "inlinedResponses": {"inlinedResponses": rows}}
         name = f"files/{job.id.removeprefix('batches/')}-out"
         keyed = [

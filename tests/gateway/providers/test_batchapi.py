@@ -178,3 +178,21 @@ def test_anthropic_results_are_fetched_only_from_the_api_itself() -> None:
     )
     assert len(list(client.results(elsewhere, []))) == 3  # read from the API's own results
     assert all(path.startswith("/v1/messages/batches") for _, path in fake.calls)
+
+
+def test_a_gemini_job_too_big_to_send_inline_goes_as_an_uploaded_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gateway.providers.batchapi import gemini
+
+    monkeypatch.setattr(gemini, "INLINE_LIMIT", 100)  # these three requests are more
+    fake = GeminiBatchServer(BatchPlan(looks=0), key=KEY)
+    client = api("gemini", fake)
+    snap = client.look(client.submit(ENTRIES, name="big").id)
+    (uploaded,) = fake.uploads.values()
+    assert uploaded.count(b'"key":"line-') == 3  # one {"key", "request"} a line
+    items = {i.custom_id: i for i in client.results(snap, [e.custom_id for e in ENTRIES])}
+    assert {i.kind for i in items.values()} == {ItemKind.SUCCEEDED}
+    reply = items["line-2"].reply
+    assert reply is not None and "Where is my invoice?" in reply.text
+    assert fake.calls[:2] == [("POST", "/upload/v1beta/files")] * 2
