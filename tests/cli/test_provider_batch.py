@@ -346,3 +346,14 @@ def test_a_line_edited_since_the_job_was_sent_is_asked_through_the_engine(
     out = records(collect(batch_id).stdout)
     assert (out["B1"]["answered_via"], out["A2"]["answered_via"]) == ("engine", "batch")
     assert len(fakes.chats) == 1
+
+
+def test_a_job_the_provider_refused_whole_is_rescued_question_by_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fakes = setup(tmp_path, monkeypatch, servers("openai", BatchPlan(rejected=True)), "openai")
+    got = collect(send(tmp_path))
+    assert "failed: the input file failed validation" in got.stderr  # the provider's reason
+    out = records(got.stdout)
+    assert [out[q]["answered_via"] for q in ("A1", "A2", "A3")] == ["engine"] * 3
+    assert len(fakes.chats) == 3
