@@ -71,12 +71,19 @@ def run_batch(opts: BatchOptions, diag: Diag) -> int:
     from cli.runtime.wiring import forced_language
 
     forced_language(opts.ask.language)  # a code that cannot be one: exit 2 before any line
+    if opts.status is not None:
+        import dataclasses
+
+        from cli.commands import provider_batch
+
+        batch_id = opts.status
+        opts = dataclasses.replace(opts, ask=provider_batch.sent_with(opts, diag))
+        with open_session(opts.ask, diag) as session:
+            return provider_batch.collect(opts, session, batch_id)
     with open_session(opts.ask, diag) as session:
-        if opts.status is not None or opts.provider_batch:
+        if opts.provider_batch:
             from cli.commands import provider_batch
 
-            if opts.status is not None:
-                return provider_batch.collect(opts, session, opts.status)
             return provider_batch.submit(opts, session)
         return _batch(opts, session)
 

@@ -28,7 +28,9 @@ from cli.runtime.failure import CliError
 if TYPE_CHECKING:
     from cli.commands.batch_ask import Asker, Prepared
     from cli.commands.batch_options import BatchOptions
+    from cli.runtime.options import AskOptions
     from cli.runtime.session import Session
+    from cli.terminal.diag import Diag
     from gateway.batch.jobs import AnsweredVia, JobStore, KeptJob
     from gateway.config import Config, Deployment
     from gateway.engine.loop import Engine
@@ -83,7 +85,19 @@ def submit(opts: BatchOptions, session: Session) -> int:
         raise _failed(exc, deployment, "sending the job") from None
     finally:
         api.close()
-    job = KeptJob(snap.id, deployment.provider, deployment.name, source, time.time(), tuple(items))
+    given = session.opts
+    job = KeptJob(
+        snap.id,
+        deployment.provider,
+        deployment.name,
+        source,
+        time.time(),
+        tuple(items),
+        articles=tuple(str(path.resolve()) for path in session.articles),
+        max_article_tokens=given.max_article_tokens,
+        product=given.product,
+        language=given.language,
+    )
     try:
         jobs.put(job)
     except OSError as exc:
@@ -100,6 +114,33 @@ def submit(opts: BatchOptions, session: Session) -> int:
         + f"; collect with: support-ask batch --status {snap.id} --out answers.jsonl"
     )
     return ExitCode.OK
+
+
+def sent_with(opts: BatchOptions, diag: Diag) -> AskOptions:
+    """`opts.ask` with what the job `--status` names was prepared with (`-a`,
+    `--max-article-tokens`, `--product`, `--language`) wherever the command line does not
+    say, so that its questions are prepared again as they were sent."""
+    import dataclasses
+
+    from cli.runtime.session import open_session
+    from gateway.batch.jobs import UnreadableJob
+
+    assert opts.status is not None
+    ask = opts.ask
+    with open_session(ask, diag) as session:
+        try:
+            job = session.open_jobs(session.open_store()).get(opts.status)
+        except UnreadableJob:
+            job = None  # collect says what is wrong with it
+    if job is None:
+        return ask
+    return dataclasses.replace(
+        ask,
+        articles=ask.articles or tuple(Path(p) for p in job.articles),
+        max_article_tokens=ask.max_article_tokens or job.max_article_tokens,
+        product=ask.product or job.product,
+        language=ask.language or job.language,
+    )
 
 
 def collect(opts: BatchOptions, session: Session, batch_id: str) -> int:

@@ -357,3 +357,16 @@ def test_a_job_the_provider_refused_whole_is_rescued_question_by_question(
     out = records(got.stdout)
     assert [out[q]["answered_via"] for q in ("A1", "A2", "A3")] == ["engine"] * 3
     assert len(fakes.chats) == 3
+
+
+def test_collecting_prepares_the_questions_with_the_options_they_were_sent_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup(tmp_path, monkeypatch, servers("openai", BatchPlan()), "openai")
+    batch_id = send(tmp_path)  # sent with -a kb --max-article-tokens 30
+    got = run(["batch", "--status", batch_id, "--poll-every", "0.01"])  # neither given
+    assert got.exit_code == 5, got.output
+    out = records(got.stdout)
+    assert out["A1"]["answered_via"] == "batch"
+    assert [a["path"] for a in out["A1"]["articles"]] == [str(tmp_path / "kb" / "reset.md")]
+    assert out["A1"]["citations"][0]["path"].endswith("reset.md")

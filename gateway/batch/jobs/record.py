@@ -25,7 +25,9 @@ class JobItem:
 @dataclass(frozen=True)
 class KeptJob:
     """`batch_id` at `provider` through `deployment`, sent from `input` (an absolute path)
-    at `submitted_at` (epoch seconds); `items` in the order sent."""
+    at `submitted_at` (epoch seconds); `items` in the order sent. `articles` (absolute
+    paths), `max_article_tokens`, `product` and `language`: the options the questions
+    were prepared with, so that collecting prepares them the same way."""
 
     batch_id: str
     provider: ProviderKind
@@ -33,6 +35,10 @@ class KeptJob:
     input: str
     submitted_at: float
     items: tuple[JobItem, ...]
+    articles: tuple[str, ...] = ()
+    max_article_tokens: str | None = None
+    product: str | None = None
+    language: str | None = None
 
     def by_custom_id(self) -> dict[str, JobItem]:
         return {item.custom_id: item for item in self.items}
@@ -46,6 +52,12 @@ class KeptJob:
             "input": self.input,
             "submitted_at": self.submitted_at,
             "items": [[i.custom_id, i.id, i.line] for i in self.items],
+            "sent_with": {
+                "articles": list(self.articles),
+                "max_article_tokens": self.max_article_tokens,
+                "product": self.product,
+                "language": self.language,
+            },
         }
         return json.dumps(data, separators=(",", ":")).encode()
 
@@ -59,7 +71,12 @@ class KeptJob:
             JobItem(str(custom_id), item_id, int(line))
             for custom_id, item_id, line in data["items"]
         )
+        options = data.get("sent_with") or {}
         return KeptJob(
+            articles=tuple(str(p) for p in options.get("articles") or ()),
+            max_article_tokens=options.get("max_article_tokens"),
+            product=options.get("product"),
+            language=options.get("language"),
             batch_id=str(data["batch_id"]),
             provider=ProviderKind(data["provider"]),
             deployment=str(data["deployment"]),
