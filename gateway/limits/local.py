@@ -1,17 +1,36 @@
 """The Allowance protocol written once over the rules, for allowances whose whole ledger
 is held in one place (memory, a file): such an allowance says only where its ledger lives
-(`_load`) and how a change reaches it (`_update`)."""
+(`_load`) and how a change reaches it (`_update`).
+
+A call that nothing limits yet (no `limits` set for its deployment or key, and no limit
+its provider stated in the ledger, which is read without the lock to see that) books
+nothing: its first call is counted toward the retry budget here, in memory, and reaches
+the ledger with this process's next change to it (a retry asked for, a draw or a settle
+that books something), so a healthy question never locks or rewrites the ledger. What a
+process counted but never wrote (all its first calls answered, none retried) stays out of
+the fleet's tally, which makes the budget a little stricter in a partial outage, never
+looser."""
 
 from __future__ import annotations
 
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
 
 from gateway.limits import rules
-from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally, Tightening, Use
+from gateway.limits.records import (
+    EMPTY_BUCKET,
+    GRANTED,
+    Bucket,
+    Claim,
+    Grant,
+    Tally,
+    Tightening,
+    Use,
+)
 
 _NONE: Mapping[str, Bucket] = MappingProxyType({})
 _NO_TALLIES: Mapping[str, Tally] = MappingProxyType({})
@@ -41,6 +60,37 @@ class LocalAllowance(ABC):
     def __init__(self, *, alone: bool = False) -> None:
         # Alone: this process keeps to its own share of each limit (`Limits.fleet_size`).
         self._alone = alone
+        self._counted: dict[str, Tally] = {}  # first calls not yet in the ledger
+        self._counting = threading.Lock()  # `batch` draws from several threads at once
+
+    def _count(self, name: str, now: float) -> None:
+        with self._counting:
+            self._counted[name] = rules.counted(self._counted.get(name, Tally()), now)
+
+    def _take_counted(self) -> dict[str, Tally]:
+        with self._counting:
+            counted, self._counted = self._counted, {}
+        return counted
+
+    def _with_counted(self, ledger: Ledger, counted: Mapping[str, Tally], now: float) -> Ledger:
+        """`ledger` with the first calls this process counted in memory added to it."""
+        if not counted:
+            return ledger
+        tallies = dict(ledger.tallies)
+        for name, tally in counted.items():
+            tallies[name] = rules.merged(tallies.get(name, Tally()), tally, now)
+        return Ledger(ledger.buckets, tallies)
+
+    def _limits_nothing(self, claims: Sequence[Claim]) -> bool:
+        """Whether no claim is limited by anything yet (no limits set, no provider's stated
+        ones in the ledger): then the call books nothing. Read without the lock: the ledger
+        is replaced whole, and a limit stated a moment later holds from the next call."""
+        if not claims:
+            return True
+        if any(rules.limited(c, EMPTY_BUCKET) for c in claims):
+            return False  # a configured limit: booked under the lock
+        buckets = self._load().buckets
+        return not any(rules.limited(c, buckets.get(c.name, EMPTY_BUCKET)) for c in claims)
 
     def draw(
         self,
@@ -51,11 +101,17 @@ class LocalAllowance(ABC):
         hold: float,
         count: str | None = None,
     ) -> Grant:
+        if self._limits_nothing(claims):
+            if count is not None:
+                self._count(count, now)
+            return GRANTED
         ticket = os.urandom(8).hex()
         got: list[Grant] = []
+        counted = self._take_counted()
 
-        def change(ledger: Ledger) -> Ledger | None:
+        def change(stored: Ledger) -> Ledger | None:
             got.clear()
+            ledger = self._with_counted(stored, counted, now)
             # Read when the change is applied: an allowance may have been left alone since.
             wanted = rules.alone(claims) if self._alone else tuple(claims)
             grant, changed = rules.draw(
@@ -65,7 +121,7 @@ class LocalAllowance(ABC):
             tallies = ledger.tallies
             if count is not None and grant.granted:
                 tallies = {**tallies, count: rules.counted(tallies.get(count, Tally()), now)}
-            if not changed and tallies is ledger.tallies:
+            if not changed and tallies is stored.tallies:
                 return None
             return pruned(Ledger({**ledger.buckets, **changed}, tallies), now)
 
@@ -82,24 +138,30 @@ class LocalAllowance(ABC):
     ) -> None:
         if not (grant.granted and grant.claims) and tightening is None:
             return
+        counted = self._take_counted()
 
-        def change(ledger: Ledger) -> Ledger | None:
+        def change(stored: Ledger) -> Ledger | None:
+            ledger = self._with_counted(stored, counted, now)
             changed = rules.settle(ledger.buckets, grant, used=used, now=now)
             if tightening is not None:
                 changed |= rules.tighten({**ledger.buckets, **changed}, tightening, now)
-            return Ledger({**ledger.buckets, **changed}, ledger.tallies) if changed else None
+            if not changed:
+                return None if ledger is stored else ledger
+            return Ledger({**ledger.buckets, **changed}, ledger.tallies)
 
         self._update(change)
 
     def retry(self, name: str, *, share: float, now: float) -> bool:
         allowed: list[bool] = []
+        counted = self._take_counted()
 
-        def change(ledger: Ledger) -> Ledger | None:
+        def change(stored: Ledger) -> Ledger | None:
             allowed.clear()
+            ledger = self._with_counted(stored, counted, now)
             tally = rules.retried(ledger.tallies.get(name, Tally()), share, now)
             allowed.append(tally is not None)
             if tally is None:
-                return None
+                return None if ledger is stored else ledger
             return Ledger(ledger.buckets, {**ledger.tallies, name: tally})
 
         self._update(change)

@@ -50,6 +50,12 @@ def rates(claim: Claim, bucket: Bucket) -> tuple[float | None, float | None]:
     )
 
 
+def limited(claim: Claim, bucket: Bucket) -> bool:
+    """Whether anything limits `claim` yet: a configured limit, or one its provider stated."""
+    rpm, tpm = rates(claim, bucket)
+    return rpm is not None or tpm is not None or claim.limits.concurrent is not None
+
+
 def gcra_wait(at: float, per_minute: float, cost: float, now: float) -> float:
     """How long a draw of `cost` cells waits on a bucket next empty at `at`."""
     interval = 60.0 / per_minute
@@ -85,7 +91,7 @@ def draw(
     for claim in claims:
         b, lim = buckets.get(claim.name, EMPTY_BUCKET), claim.limits
         rpm, tpm = rates(claim, b)
-        if rpm is None and tpm is None and lim.concurrent is None:
+        if not limited(claim, b):
             continue  # nothing limits it (yet): nothing to book, nothing to settle
         taken.append(claim)
         for what, at, rate, cost in (
@@ -209,6 +215,12 @@ def counted(tally: Tally, now: float) -> Tally:
     """`tally` with one more first call."""
     t = decayed(tally, now)
     return Tally(t.requests + 1.0, t.retries, now)
+
+
+def merged(tally: Tally, more: Tally, now: float) -> Tally:
+    """`tally` with `more` (first calls and retries counted elsewhere) added, both as of now."""
+    a, b = decayed(tally, now), decayed(more, now)
+    return Tally(a.requests + b.requests, a.retries + b.retries, now)
 
 
 def retried(tally: Tally, share: float, now: float) -> Tally | None:

@@ -66,6 +66,26 @@ def test_a_file_allowance_is_one_ledger_for_every_instance(tmp_path: Path) -> No
     assert [g.wait for g in draws] == [near(0.0), near(1.0), near(2.0)]
 
 
+def test_a_first_call_nothing_limits_yet_leaves_the_file_alone(tmp_path: Path) -> None:
+    path = tmp_path / "limits.json"
+    allowance = FileAllowance(path, warn=pytest.fail)
+    stated_only = Claim("provider:OPENAI_API_KEY/gpt-4o-mini", Limits(), 10)  # no limits set
+    for claims in ([], [stated_only], [stated_only]):
+        assert allowance.draw(claims, now=T, most_wait=30, hold=20, count="retries:a").granted
+    assert not path.exists()  # a healthy question neither locks nor writes the ledger
+
+
+def test_first_calls_counted_in_memory_reach_the_file_with_the_next_retry(tmp_path: Path) -> None:
+    path = tmp_path / "limits.json"
+    busy, other = FileAllowance(path, warn=pytest.fail), FileAllowance(path, warn=pytest.fail)
+    for _ in range(100):
+        busy.draw([], now=T, most_wait=30, hold=20, count="retries:a")
+    assert busy.retry("retries:a", share=0.1, now=T)
+    # The other process sees the busy one's 100 first calls: 10 % of them, one taken.
+    allowed = [other.retry("retries:a", share=0.1, now=T) for _ in range(12)]
+    assert allowed.count(True) == 9
+
+
 def test_an_unwritable_file_keeps_this_process_to_its_share(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a folder")
     warnings: list[str] = []
