@@ -37,11 +37,11 @@ class Key(NamedTuple):
     variable: str
     secret: Secret
     deployment: str
+    record: str  # this pair's record (this deployment, this key) in the shared state
 
-    @property
-    def record(self) -> str:
-        """The name of this pair's record (this deployment, this key) in the shared state."""
-        return key_name(self.deployment, self.variable)
+    @classmethod
+    def of(cls, variable: str, secret: Secret, deployment: str) -> Key:
+        return cls(variable, secret, deployment, key_name(deployment, variable))
 
 
 class Keys(NamedTuple):
@@ -98,8 +98,39 @@ def keys_for(deployment: Deployment, environ: Mapping[str, str]) -> Keys:
         if secret is None:
             unusable.append(f"{variable} not set")
         else:
-            usable.append(Key(variable, secret, deployment.name))
+            usable.append(Key.of(variable, secret, deployment.name))
     return Keys(tuple(usable), tuple(unusable), needed=bool(names))
+
+
+class KeyRing:
+    """Each deployment's keys, read from `environ` once and again only when one of its
+    variables changes (a key rotated under a long-lived engine): a question looks at a
+    deployment's keys several times, and checking a value is dearer than comparing it."""
+
+    def __init__(self, config: Config, environ: Mapping[str, str]) -> None:
+        self._config = config
+        self._environ = environ
+        self._read: dict[str, tuple[tuple[str | None, ...], Keys]] = {}
+        self._names: frozenset[str] | None = None
+
+    def keys_for(self, deployment: Deployment) -> Keys:
+        values = tuple(map(self._environ.get, deployment.key_variables))
+        seen = self._read.get(deployment.name)
+        if seen is not None and seen[0] == values:
+            return seen[1]
+        keys = keys_for(deployment, self._environ)
+        self._read[deployment.name] = (values, keys)
+        return keys
+
+    def current(self) -> dict[str, Secret | None]:
+        """The key in force under each record name (`current`), the names worked out once."""
+        if self._names is None:
+            self._names = record_names(self._config)
+        out: dict[str, Secret | None] = dict.fromkeys(self._names)
+        for d in self._config.all_deployments():
+            for key in self.keys_for(d).usable:
+                out[key.record] = key.secret
+        return out
 
 
 def rotates(deployment: Deployment) -> bool:
@@ -128,10 +159,4 @@ def record_names(config: Config) -> frozenset[str]:
 def current(config: Config, environ: Mapping[str, str]) -> dict[str, Secret | None]:
     """The key in force under each record name, for reading the state: records bound to a
     key that changed (or is gone) are void. Deployments' own records are bound to none."""
-    out: dict[str, Secret | None] = {d.name: None for d in config.all_deployments()}
-    for d in config.all_deployments():
-        for key in keys_for(d, environ).usable:
-            out[key.record] = key.secret
-    for name in record_names(config):
-        out.setdefault(name, None)
-    return out
+    return KeyRing(config, environ).current()

@@ -47,6 +47,8 @@ class HeldDeployments:
     def holding(self, name: str, key: Secret | None, now: float) -> Cooldown | None:
         """The cooldown keeping a call back at `now` (a call to the deployment or with the
         key the record `name` is for, made with `key`), if any."""
+        if not self._held:
+            return None  # the common case, without the lock: a dict's size is read whole
         with self._lock:
             held = self._held.get(name)
             if held is None:

@@ -113,6 +113,7 @@ class Engine:
         self._adapters: dict[tuple[str, Secret | None, int], Provider] = {}
         self._adapters_lock = threading.Lock()
         self._held = HeldDeployments()
+        self._keys = credentials.KeyRing(config, environ)
 
     def provider_for(self, deployment: Deployment, key: Secret | None) -> Provider:
         slot = (deployment.name, key, threading.get_ident())
@@ -171,7 +172,7 @@ class Engine:
             count_tokens=self._count_tokens,
             on_attempt=self._on_attempt,
             keys_for=self.keys_for,
-            current_keys=lambda: credentials.current(self.config, self._environ),
+            current_keys=self._keys.current,
             provider_for=self.provider_for,
             held=self._held,
             allowance=self._allowance,
@@ -193,7 +194,7 @@ class Engine:
     def keys_for(self, deployment: Deployment) -> Keys:
         """The deployment's usable keys, and why the others cannot be used: a variable not
         set, or holding what cannot be a key (never sent, so never echoed, never cooled)."""
-        return credentials.keys_for(deployment, self._environ)
+        return self._keys.keys_for(deployment)
 
 
 _SHRUNK = "sent again with fewer passages"
