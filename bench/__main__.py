@@ -1,7 +1,9 @@
 """`bench/run [--smoke] [--markdown] [NAME ...]`: run the benchmarks, print the table.
 
 Exit status: 0 when every benchmark ran (a missed target is a finding, not a failure:
-benchmarks are not tests), 1 when a benchmark itself crashed, 2 for a usage error.
+benchmarks are not tests), 1 when a benchmark itself crashed, 2 for a usage error, 3 when
+the regression gate (`bench.gate`, first in every run) found a figure more than 20 % worse
+than the baseline tree's measured in the same run.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.context import FULL, SMOKE, Context
+from bench.gate import GROUP as GATE
 from bench.stats import Row, Verdict
 from bench.table import render
 
 # name -> (module, what it measures). Each module has `run(ctx) -> list[Row]`.
 BENCHMARKS = {
+    "gate": ("bench.gate", "0 regression gate: this tree vs the baseline tree, same run"),
     "startup": ("bench.startup", "1 start-up: --version, --help vs python / import httpx"),
     "question": ("bench.question", "2+6 one answered question, fresh process: time and peak RSS"),
     "inproc": ("bench.inproc", "3 in-process: engine + adapter vs raw kept-alive httpx"),
@@ -133,7 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.json:
         args.json.write_text(json.dumps([_row_json(r) for r in rows], indent=1) + "\n")
-    return 1 if crashed else 0
+    if crashed:
+        return 1
+    regressed = [r.name for r in misses if r.group == GATE]
+    if regressed:
+        print(f"REGRESSED against the baseline tree: {', '.join(regressed)}")
+        return 3
+    return 0
 
 
 def _row_json(row: Row) -> dict[str, object]:

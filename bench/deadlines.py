@@ -28,6 +28,7 @@ from pathlib import Path
 from bench.context import Context
 from bench.inproc import ServerProcess
 from bench.stats import Measure, Row, Summary, Target, Unit
+from bench.trees import exported
 
 GROUP = "12 deadlines"
 # (what is measured, its commit (None: this tree), the baseline commit). The first is
@@ -47,17 +48,7 @@ FIRES_ON_TIME = Target(
 
 
 def _tree(ctx: Context, commit: str) -> Path:
-    """`commit` exported into the scratch folder (once per run)."""
-    folder = ctx.folder("deadlines") / f"support-ask-{commit}"
-    if not (folder / "gateway").is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", commit],
-            check=True,
-            capture_output=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    return folder
+    return exported(ctx, commit, "deadlines")
 
 
 def _batch(root: Path, base_url: str, n: int, mode: str) -> list[float]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench.context import Context
 from bench.stats import Measure, Row, Summary, Target, Unit, paired
+from bench.trees import exported
 
 GROUP = "14 language"
 MESSAGES = Path(__file__).with_name("messages-language.txt")
@@ -71,15 +72,7 @@ def _accuracy() -> list[Row]:
 
 
 def _tree(ctx: Context, commit: str) -> Path:
-    """`commit` exported into the scratch folder (once per run)."""
-    folder = ctx.folder("language") / f"support-ask-{commit.replace('^', '-parent')}"
-    if not (folder / "gateway").is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    return folder
+    return exported(ctx, commit, "language")
 
 
 def _question(
