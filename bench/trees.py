@@ -24,6 +24,29 @@ def exported(ctx: Context, commit: str, under: str) -> Path:
     return folder
 
 
+def working_copy(ctx: Context, under: str) -> Path:
+    """This checkout's files as they are now (tracked or new, edits included, nothing
+    ignored), copied as `exported` copies a commit: both trees then look up the same
+    things (no build metadata or caches in one that the other lacks)."""
+    folder = ctx.folder(under) / "support-ask-working"
+    if not (folder / "gateway").is_dir():
+        listed = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", "-z", "-c", "-o", "--exclude-standard"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        names = [n for n in listed.decode().split("\0") if n and (ROOT / n).is_file()]
+        folder.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["tar", "-c", "-C", str(ROOT), "--null", "-T", "-"],
+            input="\0".join(names).encode(),
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
 def resolved(ref: str) -> str | None:
     """The commit `ref` names in this checkout, or None (no git, no such ref)."""
     try:
