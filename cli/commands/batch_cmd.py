@@ -148,6 +148,7 @@ def _answer(opts: BatchOptions, session: Session) -> int:
     from cli.runtime.wiring import forced_language
     from cli.terminal.diag import is_tty
     from gateway.batch import BatchRunner, Limiter, RecordWriter, prepare, read_items
+    from gateway.engine import allowances
     from gateway.knowledge.shared import Shared
 
     diag, config, redactor = session.diag, session.config, session.redactor
@@ -159,7 +160,10 @@ def _answer(opts: BatchOptions, session: Session) -> int:
         done = prepare(opts.out, warn=diag.warn).done
 
     clock = session.clock
-    limiter = Limiter(opts.concurrency, clock=clock)
+    # The shared allowance's calls at once bound the batch from its start.
+    first = config.deployments[0] if config.deployments else None
+    start = None if first is None else allowances.at_once(config, first)
+    limiter = Limiter(opts.concurrency, clock=clock, start=start)
     engine = session.engine(store=store, on_attempt=limiter.observe)
     index = session.index
     asker = Asker(

@@ -14,6 +14,11 @@ arriving at the limited deployment. The limiter slows the whole batch down inste
   limit waits what the server asked (Retry-After) or its backoff; no new question starts
   before that wait is over, since it would meet the same limit. Questions already in
   flight carry on under their own retry rules and budget.
+- **The fleet's shared allowance is known, not discovered.** The limit starts at the
+  calls at once the first deployment's allowances allow, when fewer than `-j` (`start`);
+  and a question that waits for its place in the allowance (a `waited` attempt) pauses new
+  starts for that long, as a server's wait does, without a cut: nothing was refused, and
+  a question started meanwhile would only spend its budget waiting in the same queue.
 
 The limit never drops below 1, so a batch always makes progress. All state is behind one
 condition; the engine's attempt hook calls `observe` on the worker's own thread, which is
@@ -54,9 +59,13 @@ class Ticket:
 
 
 class Limiter:
-    def __init__(self, ceiling: int, *, clock: Clock) -> None:
+    def __init__(self, ceiling: int, *, clock: Clock, start: int | None = None) -> None:
+        """`ceiling`: the most in flight (`-j`); `start`: the calls at once the shared
+        allowance allows (None: no such limit), which bounds it from the start."""
         if ceiling < 1:
             raise ValueError("the concurrency must be at least 1")
+        if start is not None:
+            ceiling = max(1, min(ceiling, start))
         self.ceiling = ceiling
         self._clock = clock
         self._cond = threading.Condition()
@@ -117,7 +126,14 @@ class Limiter:
             self._cond.notify_all()
 
     def observe(self, attempt: Attempt) -> None:
-        """The engine's attempt hook: a rate limit or an overload slows the batch down."""
+        """The engine's attempt hook: a rate limit or an overload slows the batch down; a
+        wait for the shared allowance pauses new starts."""
+        if attempt.outcome is Outcome.WAITED:
+            if attempt.wait_s > 0:
+                with self._cond:
+                    until = self._clock.monotonic() + attempt.wait_s
+                    self._paused_until = max(self._paused_until, until)
+            return
         if attempt.error_class not in SLOW_DOWN:
             return
         ticket: Ticket | None = getattr(self._local, "ticket", None)

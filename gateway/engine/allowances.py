@@ -45,6 +45,16 @@ def stated(config: Config) -> list[Claim]:
     return [Claim(name, _STATED_ONLY, 0) for name in names]
 
 
+def at_once(config: Config, d: Deployment) -> int | None:
+    """The calls at once `d`'s allowances allow with its first key (its own `limits` and
+    that key's); None: neither sets any."""
+    first = d.key_variables[:1]
+    found = [lim.concurrent for var, lim in config.key_limits if var in first]
+    if d.limits is not None:
+        found.append(d.limits.concurrent)
+    return min((n for n in found if n is not None), default=None)
+
+
 def retry_budget(d: Deployment) -> str:
     """The name of `d`'s retry budget: its first calls and retries across the fleet."""
     return f"retries:{d.name}"

@@ -91,6 +91,25 @@ def test_the_limit_never_drops_below_one():
     assert limiter.acquire(0) is not None
 
 
+def test_the_shared_allowances_calls_at_once_bound_the_batch_from_its_start():
+    limiter = Limiter(8, clock=VirtualClock(), start=2)
+    assert len(fill(limiter)) == 2
+    assert limiter.ceiling == 2  # and it never grows past them
+    assert len(fill(Limiter(3, clock=VirtualClock(), start=16))) == 3
+
+
+def test_a_wait_for_the_shared_allowance_pauses_new_starts_without_a_cut():
+    clock = VirtualClock()
+    limiter = Limiter(4, clock=clock)
+    first, *_ = fill(limiter)
+    waited = Attempt("primary", 0, None, None, Outcome.WAITED, 2.0, 0.0, "waited", "KEY")
+    finish(limiter, first, waited)
+    assert limiter.acquire(0) is None  # a question started now would wait as long
+    assert limiter.state().limit == 4 and limiter.state().signals == 0
+    clock.advance(2.0)
+    assert limiter.acquire(0) is not None
+
+
 def test_a_retry_after_wait_pauses_new_starts_until_it_is_over():
     clock = VirtualClock()
     limiter = Limiter(4, clock=clock)

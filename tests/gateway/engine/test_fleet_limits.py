@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from gateway.clock import FixedRandom, VirtualClock
 from gateway.config import Config, Deployment, Limits, Policy
+from gateway.engine import allowances
 from gateway.engine.loop import Engine
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
@@ -147,3 +148,12 @@ def test_a_retry_after_wait_gets_a_small_positive_jitter() -> None:
     e = engine(replace(config, deployments=config.deployments[:1]), allowance, clock, fast)
     assert ask(e).answer == "fast answers"
     assert clock.slept == [2.0 + 0.2 * 0.5]  # a tenth of it at most, times the draw
+
+
+def test_a_batch_starts_from_the_lower_calls_at_once_of_a_deployment_and_its_first_key() -> None:
+    config = two_on_one_key(KEY_A=Limits(concurrent=4), KEY_B=Limits(concurrent=1))
+    fast, smart, anthropic = config.deployments
+    fast = replace(fast, limits=Limits(concurrent=8))
+    assert allowances.at_once(config, fast) == 4  # KEY_B is its second key: not the start
+    assert allowances.at_once(config, smart) == 4
+    assert allowances.at_once(config, anthropic) is None
