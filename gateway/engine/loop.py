@@ -350,7 +350,7 @@ class _Question:
             # this fleet or another application) books its allowance ahead.
             name = allowances.provider(turn.deployment, turn.key.variable)
             ago = self.clock.monotonic() - sent
-            tightening = rules.tightening(result.headroom, name, grant, ago=ago)
+            tightening = rules.tightening(result.headroom, name, grant.claims, ago=ago)
         self.seams.allowance.settle(grant, used=used, now=self.clock.wall(), tightening=tightening)
 
     def _may_retry(self, d: Deployment) -> bool:

@@ -36,9 +36,6 @@ class Grant(NamedTuple):
     blocking: str = ""
     ticket: str = ""
     claims: tuple[Claim, ...] = ()
-    # For each claim taken: how far ahead of the draw its request and token buckets were
-    # booked once it took its place (seconds).
-    ahead: tuple[tuple[float, float], ...] = ()
 
 
 GRANTED = Grant(True)
@@ -60,16 +57,13 @@ class Bucket(NamedTuple):
 
 class Tightening(NamedTuple):
     """What a provider's headers do to the allowance `name` they speak for (the key's
-    `provider:` one): each rate's bucket is moved `later` by this many seconds, and
-    booked at least `ahead` of now (0: neither), and its limit a minute is the one the
-    headers were read against (the provider's stated one, or else the configured one;
-    0: neither)."""
+    `provider:` one): each rate's bucket is booked at least this many seconds ahead of
+    now (0 or less: not moved), and its limit a minute is the one the headers were read
+    against (the provider's stated one, or else the configured one; 0: neither)."""
 
     name: str
-    requests_later: float = 0.0
     requests_ahead: float = 0.0
     requests_rate: float = 0.0
-    tokens_later: float = 0.0
     tokens_ahead: float = 0.0
     tokens_rate: float = 0.0
 

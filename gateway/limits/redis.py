@@ -44,8 +44,7 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 # KEYS: per claim its limit hash and held set; then the tally hash, if the draw counts a
 # first call. ARGV: most_wait, ticket, hold, n, burst, poll, then per claim rpm, tpm,
 # concurrent (0: no such limit) and tokens; then the retry window. Returns {granted,
-# wait, the blocking claim's number and limit, which claims were taken (a 1 or 0 each),
-# then for each claim taken how far ahead its two buckets are booked}.
+# wait, the blocking claim's number and limit, which claims were taken: a 1 or 0 each}.
 DRAW = (
     _CLOCK
     + """
@@ -63,7 +62,7 @@ local function lowest(configured, stated)
   if configured <= 0 then return stated end
   return math.min(configured, stated)
 end
-local seen, taken, booked = {}, '', {}
+local seen, taken = {}, ''
 for i = 1, n do
   local a = 6 + (i - 1) * 4
   local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
@@ -100,10 +99,6 @@ for i = 1, n do
       string.format('%.17g', t))
     redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil((math.max(r, t) - now + 60) * 1000))
   end
-  if rpm > 0 or tpm > 0 or conc > 0 then
-    booked[#booked + 1] = string.format('%.17g', math.max(0, r - now))
-    booked[#booked + 1] = string.format('%.17g', math.max(0, t - now))
-  end
   if conc > 0 then
     redis.call('ZADD', KEYS[2 * i], now + wait + hold, ticket)
     redis.call('PEXPIRE', KEYS[2 * i], math.ceil((wait + hold) * 1000) + 1000)
@@ -117,15 +112,15 @@ if #KEYS > 2 * n then
     'retries', string.format('%.17g', (tonumber(v[2]) or 0) * f), 'at', string.format('%.17g', now))
   redis.call('PEXPIRE', KEYS[#KEYS], math.ceil(window * 10000))
 end
-return {1, string.format('%.17g', wait), blocking, taken, unpack(booked)}
+return {1, string.format('%.17g', wait), blocking, taken}
 """
 )
 
 # KEYS: per claim its limit hash and held set; then the limit hash the provider's headers
 # tighten, if they do. ARGV: ticket, n, then per claim tpm (0: none) and the tokens to
 # give back (negative: taken beyond the reservation); then, with that hash, for requests
-# and then tokens: how much later its bucket moves, how far ahead of now it is booked at
-# least, and the limit it is read against (`Tightening`).
+# and then tokens: how far ahead of now its bucket is booked at least, and the limit it
+# is read against (`Tightening`).
 SETTLE = (
     _CLOCK
     + """
@@ -143,11 +138,11 @@ for i = 1, n do
 end
 if #KEYS > 2 * n then
   local a = 2 + 2 * n
-  local rl, ra, rr = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local tl, ta, tr = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local ra, rr = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local ta, tr = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local v = redis.call('HMGET', KEYS[#KEYS], 'r', 't')
-  local r = math.max((tonumber(v[1]) or 0) + rl, now + ra)
-  local t = math.max((tonumber(v[2]) or 0) + tl, now + ta)
+  local r = math.max(tonumber(v[1]) or 0, now + ra)
+  local t = math.max(tonumber(v[2]) or 0, now + ta)
   redis.call('HSET', KEYS[#KEYS], 'r', string.format('%.17g', r), 't', string.format('%.17g', t))
   if rr > 0 then redis.call('HSET', KEYS[#KEYS], 'R', string.format('%.17g', rr)) end
   if tr > 0 then redis.call('HSET', KEYS[#KEYS], 'T', string.format('%.17g', tr)) end
@@ -247,7 +242,7 @@ class RedisAllowance:
         args.append(repr(rules.RETRY_WINDOW_S))
         try:
             self._redis()
-            granted, wait, blocking, taken, *booked = self._scripts["draw"](keys=keys, args=args)
+            granted, wait, blocking, taken = self._scripts["draw"](keys=keys, args=args)
         except trouble() as exc:
             return self._failed(exc).draw(
                 claims, now=now, most_wait=most_wait, hold=hold, count=count
@@ -257,9 +252,7 @@ class RedisAllowance:
         if not int(granted):
             return Grant(False, float(_text(wait)), shown)
         mine = tuple(c for c, bit in zip(claims, _text(taken), strict=True) if bit == "1")
-        ahead = [float(_text(b)) for b in booked]
-        pairs = tuple(zip(ahead[::2], ahead[1::2], strict=True))
-        return Grant(True, float(_text(wait)), shown, ticket, mine, pairs)
+        return Grant(True, float(_text(wait)), shown, ticket, mine)
 
     def settle(
         self,

@@ -10,9 +10,9 @@ against every allowance.
 
 A provider's rate-limit headers (`gateway.model.Headroom`) tighten the allowance they
 speak for (`tightening`, `tighten`): its stated limit holds where it is lower than the
-configured one, and what the provider counted beyond what the fleet booked moves the
-bucket later, so a key another application also uses paces this fleet down to what is
-left rather than into 429s. They never loosen: a bucket is only ever moved later, and the
+configured one, and the bucket is booked at least as far ahead as the provider's stood,
+so a key another application also uses paces this fleet down to what is left rather than
+into 429s. They never loosen: a bucket is only ever moved later, and the
 configured limit still holds.
 """
 
@@ -111,7 +111,6 @@ def draw(
     if full or wait > most_wait:
         return Grant(False, wait, blocking), {}
     changed: dict[str, Bucket] = {}
-    booked: list[tuple[float, float]] = []
     for claim in taken:
         b, lim = buckets.get(claim.name, EMPTY_BUCKET), claim.limits
         rpm, tpm = rates(claim, b)
@@ -124,8 +123,7 @@ def draw(
             held = live(held, now)
             held[ticket] = now + wait + hold
         changed[claim.name] = b._replace(requests_at=requests_at, tokens_at=tokens_at, held=held)
-        booked.append((ahead(requests_at, now), ahead(tokens_at, now)))
-    return Grant(True, wait, blocking, ticket, tuple(taken), tuple(booked)), changed
+    return Grant(True, wait, blocking, ticket, tuple(taken)), changed
 
 
 def settle(
@@ -155,51 +153,42 @@ def _provider_ahead(window: Window, rate: float) -> float:
     return max(0.0, max(interval, BURST_S) - window.remaining * interval)
 
 
-def tightening(seen: Headroom, name: str, grant: Grant, *, ago: float) -> Tightening | None:
+def tightening(
+    seen: Headroom, name: str, claims: Sequence[Claim], *, ago: float
+) -> Tightening | None:
     """What the provider's `seen` headers do to the allowance `name` they speak for; None:
-    nothing (they say no more is used than the fleet booked). `grant` is the call's place
-    (its claims with their configured limits, and how far ahead each was booked), `ago`
-    how many seconds since the call was sent: the provider counted it then.
+    nothing (the provider's bucket is no fuller than a burst's worth). `claims` are the
+    call's (with their configured limits), `ago` how many seconds since it was sent: the
+    provider counted it then, so its bucket stood that much further ahead then.
 
-    Where the allowance was booked for the call, the provider's bucket is compared with
-    it as of the call's start, and whatever the provider counted beyond it (another
-    application's calls, or a limit set too high) moves the bucket later by as much, on
-    top of what this fleet booked since; where it was not (nothing limited it yet), the
-    bucket starts from the provider's. A window whose limit the provider did not state
-    (Azure's) is read against the lowest configured one, which then stands as its limit;
-    with neither, it says nothing that can be paced."""
-    booked = dict(zip((c.name for c in grant.claims), grant.ahead, strict=True)).get(name)
+    The allowance is booked at least as far ahead as the provider's bucket stood, never
+    moved by more: what the fleet booked since stays on top of it only where the fleet
+    had booked further (a floor can be met twice by the responses of calls in flight at
+    once; a shift added by each would count the same calls again). A window whose limit
+    the provider did not state (Azure's) is read against the lowest configured one, which
+    then stands as its limit; with neither, it says nothing that can be paced."""
     moved: list[float] = []
-    for i, (window, configured) in enumerate(
-        (
-            (seen.requests, [c.limits.rpm for c in grant.claims if c.limits.rpm]),
-            (seen.tokens, [c.limits.tpm for c in grant.claims if c.limits.tpm]),
-        )
+    for window, configured in (
+        (seen.requests, [c.limits.rpm for c in claims if c.limits.rpm]),
+        (seen.tokens, [c.limits.tpm for c in claims if c.limits.tpm]),
     ):
         stated = float(window.limit) if window is not None and window.limit else 0.0
         rate = stated or float(min(configured, default=0))
-        later = ahead = 0.0
-        if window is not None and rate > 0:
-            theirs = _provider_ahead(window, rate)
-            if booked is None:
-                ahead = theirs - ago
-            else:
-                later = max(0.0, theirs - max(0.0, booked[i] - grant.wait))
-        moved += [later, ahead, rate]
-    if max(moved[0], moved[1], moved[3], moved[4]) <= 0:
+        ahead = _provider_ahead(window, rate) - ago if window is not None and rate > 0 else 0.0
+        moved += [ahead, rate]
+    if moved[0] <= 0 and moved[2] <= 0:
         return None
     return Tightening(name, *moved)
 
 
 def tighten(buckets: Mapping[str, Bucket], t: Tightening, now: float) -> dict[str, Bucket]:
-    """The bucket `t` names once tightened: moved later, or booked at least as far ahead,
-    as the provider's numbers say (never earlier), with the limits they were read
-    against."""
+    """The bucket `t` names once tightened: booked at least as far ahead as the provider's
+    numbers say (never earlier), with the limits they were read against."""
     b = buckets.get(t.name, EMPTY_BUCKET)
     return {
         t.name: b._replace(
-            requests_at=max(b.requests_at + t.requests_later, now + t.requests_ahead),
-            tokens_at=max(b.tokens_at + t.tokens_later, now + t.tokens_ahead),
+            requests_at=max(b.requests_at, now + t.requests_ahead),
+            tokens_at=max(b.tokens_at, now + t.tokens_ahead),
             requests_rate=t.requests_rate or b.requests_rate,
             tokens_rate=t.tokens_rate or b.tokens_rate,
         )

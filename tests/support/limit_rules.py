@@ -123,7 +123,7 @@ def the_providers_numbers_limit_a_key_with_no_limits_set(a: Allowance) -> None:
     first = draw(a, provider)
     assert first.granted and first.claims == ()  # nothing limits it yet: nothing booked
     # Another application spent the key's window: none left of 60 a minute.
-    tightening = rules.tightening(spent(60, 0, 1.0), provider.name, first, ago=0.0)
+    tightening = rules.tightening(spent(60, 0, 1.0), provider.name, first.claims, ago=0.0)
     assert tightening is not None
     a.settle(first, used=None, now=T, tightening=tightening)
     waits = [draw(a, provider) for _ in range(2)]
@@ -133,19 +133,20 @@ def the_providers_numbers_limit_a_key_with_no_limits_set(a: Allowance) -> None:
     assert use.requests_rate == 60.0
 
 
-def what_another_application_used_moves_the_bucket_later(a: Allowance) -> None:
+def what_another_application_used_books_the_bucket_ahead(a: Allowance) -> None:
     provider = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 100)
     known = Tightening(provider.name, requests_rate=120.0)  # its limit, stated before
     a.settle(draw(a, provider), used=None, now=T, tightening=known)
-    grant = draw(a, provider)
-    assert grant.ahead == ((near(0.5), near(0.0)),)  # this call: half a second of the rate
-    # Had the fleet been alone, one call of the burst of two would be left; none is.
-    alone = rules.tightening(spent(120, 1), provider.name, grant, ago=0.0)
-    assert alone is None or (alone.requests_later, alone.requests_ahead) == (0.0, 0.0)
-    used = rules.tightening(spent(120, 0), provider.name, grant, ago=0.0)
-    assert used is not None and used.requests_later == near(0.5)
+    grant = draw(a, provider)  # this call: half a second of the rate booked
+    # Had the fleet been alone, one call of the burst of two would be left: nothing moves.
+    alone = rules.tightening(spent(120, 1), provider.name, grant.claims, ago=0.0)
+    a.settle(grant, used=None, now=T, tightening=alone)
+    assert draw(a, provider).wait == near(0.0)
+    # None is left: another application's call counted too.
+    grant = draw(a, provider, most_wait=0.0)
+    used = rules.tightening(spent(120, 0), provider.name, grant.claims, ago=0.0)
     a.settle(grant, used=None, now=T, tightening=used)
-    assert draw(a, provider).wait == near(0.5)  # not 0: the other call counted too
+    assert draw(a, provider).wait == near(0.5)
 
 
 def a_limit_the_provider_did_not_state_is_read_against_the_configured_one(
@@ -155,7 +156,7 @@ def a_limit_the_provider_did_not_state_is_read_against_the_configured_one(
     deployment = Claim("deployment:azure-eu", Limits(rpm=60), 10)
     provider = Claim("provider:AZURE_KEY/gpt-4o", Limits(), 10)
     grant = draw(a, deployment, provider)
-    tightening = rules.tightening(spent(None, 0), provider.name, grant, ago=0.0)
+    tightening = rules.tightening(spent(None, 0), provider.name, grant.claims, ago=0.0)
     a.settle(grant, used=None, now=T, tightening=tightening)
     (use,) = a.usage([provider], T)
     assert (use.requests_rate, use.requests_ahead) == (60.0, near(1.0))
@@ -166,9 +167,9 @@ def the_providers_numbers_never_loosen_a_configured_limit(a: Allowance) -> None:
     provider = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 10)
     grant = draw(a, key, provider)
     # The provider allows 6000 a minute and has nearly all of it left: nothing tightens...
-    assert rules.tightening(spent(6000, 5990, 0.1), provider.name, grant, ago=0.0) is None
+    assert rules.tightening(spent(6000, 5990, 0.1), provider.name, grant.claims, ago=0.0) is None
     # ... and even a stated limit learnt from a spent window leaves the key's 60 in force.
-    tightening = rules.tightening(spent(6000, 0, 0.1), provider.name, grant, ago=0.0)
+    tightening = rules.tightening(spent(6000, 0, 0.1), provider.name, grant.claims, ago=0.0)
     a.settle(grant, used=None, now=T, tightening=tightening)
     assert [draw(a, key, provider).wait for _ in range(2)] == [near(1.0), near(2.0)]
 
@@ -185,7 +186,7 @@ LIMIT_CASES: list[Callable[[Allowance], None]] = [
     the_retry_budget_is_a_share_of_recent_first_calls,
     usage_shows_what_is_booked_and_in_flight,
     the_providers_numbers_limit_a_key_with_no_limits_set,
-    what_another_application_used_moves_the_bucket_later,
+    what_another_application_used_books_the_bucket_ahead,
     a_limit_the_provider_did_not_state_is_read_against_the_configured_one,
     the_providers_numbers_never_loosen_a_configured_limit,
 ]

@@ -112,7 +112,7 @@ def test_with_redis_down_the_providers_headers_still_pace_this_process() -> None
     provider = Claim("provider:ANTHROPIC_API_KEY/claude", Limits(), 10)
     grant = allowance.draw([provider], now=T, most_wait=30, hold=20)
     seen = Headroom(requests=Window(60, 0, 1.0))
-    tightening = rules.tightening(seen, provider.name, grant, ago=0.0)
+    tightening = rules.tightening(seen, provider.name, grant.claims, ago=0.0)
     allowance.settle(grant, used=None, now=T, tightening=tightening)
     assert allowance.draw([provider], now=T, most_wait=30, hold=20).wait == 1.0
     assert len(warnings) == 1
@@ -155,7 +155,7 @@ def test_headers_tighten_in_the_settles_one_round_trip(server: RedisServer) -> N
     allowance.settle(grant, used=40, now=T)  # nothing limited it: nothing to settle
     assert sent() - before == 1
     seen = Headroom(Window(60, 50, 10.0), Window(90_000, 100, 60.0))  # tokens nearly spent
-    tightening = rules.tightening(seen, provider.name, grant, ago=0.0)
+    tightening = rules.tightening(seen, provider.name, grant.claims, ago=0.0)
     before = sent()
     allowance.settle(grant, used=40, now=T, tightening=tightening)
     assert sent() - before == 1  # the tightening rides on the settle's one round trip
