@@ -61,6 +61,10 @@ BENCHMARKS = {
         "bench.offline",
         "16 offline answers: from the answering page, never a navigation page, or a handoff",
     ),
+    "fleet": (
+        "bench.fleet",
+        "18 a fleet within its quota: 429s, the quota used, retries under a partial outage",
+    ),
 }
 
 
