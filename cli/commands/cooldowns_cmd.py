@@ -1,5 +1,6 @@
 """`support-ask cooldowns`: which deployments are being skipped, for how long, and why;
-`cooldowns reset [NAME]` clears them; `cooldowns path` prints the state file.
+`cooldowns reset [NAME]` clears them; `cooldowns limits` lists the shared limits' use;
+`cooldowns path` prints the state file.
 
 A key's cooldown is its deployment's alone, so it is listed as `deployment / KEY_VARIABLE`,
 and `reset primary` clears primary's own record and those of its keys (the user thinks in
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from cli.terminal.diag import Diag
     from gateway.config import Config
     from gateway.config.location import RedisURL
+    from gateway.limits.records import Use
     from gateway.model import Cooldown
     from gateway.seams import StateStore
 
@@ -110,10 +112,10 @@ def list_cooldowns(config: Config, path: Path | RedisURL, diag: Diag, *, as_json
     return ExitCode.OK
 
 
-def _print_limits(config: Config, path: Path | RedisURL, store: StateStore, diag: Diag) -> None:
-    """Each shared allowance the config sets, and each the providers' headers tightened,
-    and its use now: how far ahead its rates are booked, and its calls in flight (nothing
-    when there is none)."""
+def _uses(config: Config, path: Path | RedisURL, store: StateStore, diag: Diag) -> list[Use]:
+    """Each shared allowance the config sets, and each the providers' headers tightened
+    (once they stated something), with its use now."""
+    from cli.runtime import wiring
     from gateway.engine.allowances import stated
     from gateway.limits.records import Claim
 
@@ -121,16 +123,52 @@ def _print_limits(config: Config, path: Path | RedisURL, store: StateStore, diag
         Claim(f"deployment:{d.name}", d.limits, 0) for d in config.all_deployments() if d.limits
     ]
     configured += [Claim(f"key:{variable}", limits, 0) for variable, limits in config.key_limits]
-    from cli.runtime import wiring
-
     allowance = wiring.open_allowance(path, store, warn=diag.warn, config=config)
     uses = allowance.usage([*configured, *stated(config)], time.time())
-    # A provider's allowance is shown once its headers stated something.
-    uses = uses[: len(configured)] + [
+    return uses[: len(configured)] + [
         u for u in uses[len(configured) :] if u.requests_rate or u.tokens_rate
     ]
-    if not uses:
-        return
+
+
+def _use_json(use: Use) -> dict[str, object]:
+    lim = use.limits
+    return {
+        "allowance": use.name,
+        "rpm": lim.rpm,
+        "tpm": lim.tpm,
+        "concurrent": lim.concurrent,
+        "stated_rpm": use.requests_rate or None,
+        "stated_tpm": use.tokens_rate or None,
+        "requests_ahead_s": round(use.requests_ahead, 3),
+        "tokens_ahead_s": round(use.tokens_ahead, 3),
+        "in_flight": use.in_flight,
+    }
+
+
+def list_limits(config: Config, path: Path | RedisURL, diag: Diag, *, as_json: bool) -> int:
+    from cli.runtime import wiring
+
+    store = wiring.open_store(path, warn=diag.warn, config=config, read_only=True)
+    uses = _uses(config, path, store, diag)
+    if as_json:
+        sys.stdout.write(json.dumps([_use_json(u) for u in uses]) + "\n")
+    elif not uses:
+        sys.stdout.write(f"no shared limits are set or stated (state: {path})\n")
+    else:
+        _limits_table(uses)
+    return ExitCode.OK
+
+
+def _print_limits(config: Config, path: Path | RedisURL, store: StateStore, diag: Diag) -> None:
+    """The shared limits' table after the cooldowns' (nothing when there is none)."""
+    uses = _uses(config, path, store, diag)
+    if uses:
+        _limits_table(uses)
+
+
+def _limits_table(uses: list[Use]) -> None:
+    """Each allowance, its limits (the provider's marked stated), how far ahead its rates
+    are booked, and its calls in flight."""
     from rich.table import Table
 
     from cli.terminal.output import stdout_console
@@ -327,6 +365,23 @@ def register(app: typer.Typer) -> None:
         config, state = _inherit(ctx, config, state)
         diag = Diag()
         guarded(diag, False, lambda: reset(*_setup(config, state, diag), name, diag))
+
+    @group.command("limits")
+    def limits_cmd(
+        ctx: typer.Context,
+        config: ConfigOpt = None,
+        state: StateOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """List the shared limits and their use: booked ahead, in flight, what providers stated."""
+        from cli.runtime.guard import guarded
+        from cli.terminal.diag import Diag
+
+        config, state = _inherit(ctx, config, state)
+        diag = Diag()
+        guarded(
+            diag, False, lambda: list_limits(*_setup(config, state, diag), diag, as_json=as_json)
+        )
 
     @group.command("path")
     def path_cmd(ctx: typer.Context, config: ConfigOpt = None, state: StateOpt = None) -> None:

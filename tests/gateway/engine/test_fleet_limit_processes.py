@@ -65,6 +65,11 @@ def test_two_runs_on_one_machine_share_the_limit_through_its_state_file(
     assert listed.returncode == 0, listed.stderr
     assert "shared limits" in listed.stdout and "key:OPENAI_API_KEY" in listed.stdout
     assert "1 rpm" in listed.stdout
+    shown = json.loads(support_ask(tmp_path, "cooldowns", "limits", "--json").stdout)
+    assert [(u["allowance"], u["rpm"], u["in_flight"]) for u in shown] == [
+        ("key:OPENAI_API_KEY", 1, 0)
+    ]
+    assert shown[0]["requests_ahead_s"] > 0  # the next place is most of a minute away
 
 
 # Another application spent the key: nothing left of 20 a minute, whole in 3 s.
@@ -93,3 +98,8 @@ def test_the_providers_headers_pace_two_machines_with_no_limits_set(
     listed = support_ask(b, "cooldowns")
     assert listed.returncode == 0, listed.stderr
     assert "provider:OPENAI_API_KEY/" in listed.stdout and "20 rpm stated" in listed.stdout
+    shown = support_ask(b, "cooldowns", "limits", "--json")
+    assert shown.returncode == 0, shown.stderr
+    (use,) = json.loads(shown.stdout)
+    assert use["allowance"].startswith("provider:OPENAI_API_KEY/")
+    assert (use["rpm"], use["stated_rpm"]) == (None, 20.0)
