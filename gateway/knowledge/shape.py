@@ -24,7 +24,7 @@ alone is no sign: a command's page of options is mostly a definition list.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from gateway.model import PageKind
 
@@ -46,7 +46,7 @@ def kind_of(words: int, navigation_words: int) -> PageKind:
     return PageKind.ARTICLE
 
 
-def names_navigation(tag: str, attrs: Sequence[tuple[str, str | None]]) -> bool:
+def names_navigation(tag: str, attrs: Iterable[tuple[str, str | None]]) -> bool:
     """Whether an HTML element marks its content as navigation."""
     if tag == "nav":
         return True

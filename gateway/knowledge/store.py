@@ -13,7 +13,8 @@ whose values differ, and drops the ones gone. A file changed less than a timesta
 before it was read is stored as unsettled and read again next time (an edit within the
 same tick would otherwise keep every value). Concurrency: every update is one
 `BEGIN IMMEDIATE` transaction; a second builder waits for the first, then finds nothing
-left to do. Memory: one file is read and indexed at a time.
+left to do. Memory: one file is indexed at a time, and a first index of many files is
+read a few files ahead, in a pool of processes (`reading`).
 
 Failures never cost the answer: a corrupt file is moved aside and rebuilt (with a
 warning); a cache dir that cannot be written gives an in-memory database for the run
@@ -37,11 +38,8 @@ from typing import Any
 from gateway.knowledge import schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
-from gateway.knowledge.load import read
-from gateway.knowledge.passages import split
-from gateway.knowledge.terms import terms
+from gateway.knowledge.reading import Prepared, Reading
 from gateway.model import Article, PageKind, Source
-from gateway.tokens import estimate
 
 # A file changed this recently before it was read is read again next time: sub-second
 # timestamps tick with the kernel's coarse clock (<= 10 ms); whole seconds mean a
@@ -127,6 +125,7 @@ class SqliteIndex:
         self._passage_ids: dict[PassageKey, int] = {}  # passages met in searches -> their row id
         self.warnings: list[str] = []  # the skipped files' reasons, as of the last refresh
         self.now_ns: Callable[[], int] = time.time_ns  # the wall clock, for settling (a seam)
+        self.reading: Reading | None = None  # how files are read; None: `Reading.of` them
 
     # -- opening ---------------------------------------------------------------------
 
@@ -212,6 +211,7 @@ class SqliteIndex:
         started = time.monotonic()
         changed, gone = self.stale(found)
         done_bytes = 0
+        notes: list[str] = []
         if changed or gone:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -223,12 +223,17 @@ class SqliteIndex:
                 for fid in gone:
                     self._forget(fid)
                 total = sum(f.size for f in changed)
-                for number, file in enumerate(changed):
+                reading = self.reading or Reading.of(changed)
+                if reading.warning is not None:
+                    notes.append(reading.warning)
+                for number, (file, prepared) in enumerate(
+                    zip(changed, reading.each(changed), strict=True)
+                ):
                     if progress is not None:
                         progress(
                             RefreshProgress(number, len(changed), done_bytes, total, file.path)
                         )
-                    self._store(file)
+                    self._store(file, prepared)
                     done_bytes += file.size
                 if progress is not None and changed:
                     progress(RefreshProgress(len(changed), len(changed), done_bytes, total, ""))
@@ -241,6 +246,7 @@ class SqliteIndex:
                 self._db.execute("ROLLBACK")
                 raise
         self._arrange(found)
+        self.warnings += notes
         return Refresh(
             len(changed),
             len(gone),
@@ -258,12 +264,12 @@ class SqliteIndex:
         db.execute("DELETE FROM titles WHERE rowid = ?", (fid,))
         db.execute("DELETE FROM files WHERE id = ?", (fid,))
 
-    def _store(self, file: Found) -> None:
+    def _store(self, file: Found, prepared: Prepared) -> None:
         db = self._db
         row = db.execute("SELECT id FROM files WHERE path = ?", (file.path,)).fetchone()
         if row is not None:
             self._forget(row[0])
-        article, problem = read(file.path)
+        article = prepared.article
         # Unsettled: changed within a tick of now, so a next edit could keep every value.
         coarse = file.mtime_ns % 1_000_000_000 == 0
         settle = _SETTLE_COARSE_NS if coarse else _SETTLE_FINE_NS
@@ -272,7 +278,7 @@ class SqliteIndex:
         if article is None:
             db.execute(
                 "INSERT INTO files(path, size, mtime_ns, inode, problem) VALUES (?, ?, ?, ?, ?)",
-                (file.path, file.size, mtime, file.inode, problem),
+                (file.path, file.size, mtime, file.inode, prepared.problem),
             )
             return
         cursor = db.execute(
@@ -285,18 +291,15 @@ class SqliteIndex:
                 file.inode,
                 article.title,
                 article.text,
-                len(article.text.split()),
-                estimate(article.text),
+                prepared.words,
+                prepared.tokens,
                 article.url,
                 str(article.kind),
             ),
         )
         fid = cursor.lastrowid
-        db.execute(
-            "INSERT INTO titles(rowid, title) VALUES (?, ?)", (fid, " ".join(terms(article.title)))
-        )
-        for passage in split(article):
-            body = passage.body(article)
+        db.execute("INSERT INTO titles(rowid, title) VALUES (?, ?)", (fid, prepared.title_terms))
+        for passage in prepared.passages:
             span = passage.heading_span or (None, None)
             cursor = db.execute(
                 'INSERT INTO passages(file, number, heading, hstart, hend, start, "end", words,'
@@ -311,13 +314,12 @@ class SqliteIndex:
                     passage.end,
                     passage.words,
                     passage.first,
-                    estimate(body),
+                    passage.tokens,
                 ),
             )
-            heading = article.text[span[0] : span[1]] if passage.heading_span else ""
             db.execute(
                 "INSERT INTO terms(rowid, heading, body) VALUES (?, ?, ?)",
-                (cursor.lastrowid, " ".join(terms(heading)), " ".join(terms(body))),
+                (cursor.lastrowid, passage.heading_terms, passage.body_terms),
             )
 
     def _arrange(self, found: Sequence[Found]) -> None:

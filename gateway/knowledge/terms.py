@@ -67,7 +67,16 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Every content word of `text`, stemmed, in order (repeats kept: they are the counts)."""
-    return [stem(w) for w in words(text)]
+    # `words` and `stem`'s cache look-up, inlined: every passage of a first index is read
+    # here, a few hundred thousand words for a large manual.
+    cached = _stems.get
+    out = []
+    for w in WORD.findall(text.lower()):
+        if w in STOPWORDS or (len(w) == 1 and not w.isdigit()):
+            continue
+        found = cached(w)
+        out.append(stem(w) if found is None else found)
+    return out
 
 
 def query_terms(question: str) -> list[str]:

@@ -202,8 +202,9 @@ def test_the_common_path_imports_only_what_it_needs(workdir: Path, providers: Pr
 # What an answered question never needs. Typer is skipped for a plain question
 # (cli.shell.fastpath); rich is needed only for a table; the tokenizer only when a window is at
 # stake; other adapters never; Redis only when the state is a redis:// URL; sqlite3 only
-# for a help centre kept in an index; html.parser only for an HTML article; the
-# classifier (gateway.classify.errors) only when something failed.
+# for a help centre kept in an index; html.parser only for an HTML article, and lxml and a
+# pool of processes only for a first index of many; the classifier
+# (gateway.classify.errors) only when something failed.
 _NOT_FOR_AN_ANSWER = (
     "typer",
     "rich",
@@ -214,6 +215,10 @@ _NOT_FOR_AN_ANSWER = (
     "gateway.state.redis",
     "sqlite3",
     "html.parser",
+    "lxml",
+    "concurrent",
+    "multiprocessing",
+    "gateway.knowledge.reading",
     "gateway.classify.errors",
 )
 

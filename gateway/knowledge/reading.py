@@ -1,0 +1,181 @@
+"""Reading the files a refresh stores: each one to the rows the index keeps of it, in this
+process or, for a first index of many files, in a pool of processes.
+
+A file's rows (`Prepared`: its article, its passages, their terms and sizes) depend on
+the file alone, so they are made wherever there is a free core and stored by the one
+process that holds the index's transaction (`store`), in the order the files were found.
+Reading is most of a first index's time (parsing HTML, cutting passages, stemming), the
+inserts little: on two cores the pool takes about half the time.
+
+The pool is used only when it pays and is safe: at least `POOL_FILES` files and
+`POOL_BYTES` bytes to read (a help centre read this run, or a refresh of a few edited
+files, never starts one), more than one core this process may run on, and a platform
+that forks with no other thread running (a forked child has copies of the parent's
+modules, so it starts in milliseconds; forking beside running threads can deadlock the
+child on a lock a thread held). At most `WINDOW` batches per worker are in flight, so the
+parent never holds more than a few pages' rows however large the set.
+
+HTML is read with lxml when there are many pages and it can be imported (`htmltext`),
+else with the standard library's parser (if lxml is missing, with one warning,
+`Reading.warning`, that says how to bring it back).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gateway.knowledge.files import HTML_SUFFIXES
+from gateway.knowledge.htmltext import ParserMissing, Reader, lxml_etree, standard, with_lxml
+from gateway.knowledge.load import read
+from gateway.knowledge.passages import split
+from gateway.knowledge.terms import terms
+from gateway.model import Article
+from gateway.tokens import estimate
+
+if TYPE_CHECKING:
+    from gateway.knowledge.files import Found
+
+# lxml's import (~30 ms) is paid back by about 20 pages read faster.
+LXML_PAGES = 20
+POOL_FILES = 64
+POOL_BYTES = 2_000_000
+BATCH = 8  # files a worker reads per task: fewer round trips, still a smooth progress bar
+WINDOW = 2  # batches in flight per worker
+
+
+@dataclass(frozen=True)
+class PreparedPassage:
+    number: int
+    heading: str
+    heading_span: tuple[int, int] | None
+    start: int
+    end: int
+    words: int
+    first: bool
+    tokens: int  # its body's estimated tokens
+    heading_terms: str  # the terms, space-separated, as the full-text tables hold them
+    body_terms: str
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One file read: its article and the rows of its passages, or why it is unusable."""
+
+    path: str
+    article: Article | None
+    problem: str
+    words: int = 0
+    tokens: int = 0
+    title_terms: str = ""
+    passages: tuple[PreparedPassage, ...] = ()
+
+
+def prepare(path: str, html: Reader | None = None) -> Prepared:
+    """The rows of the file at `path` (`html`: how an HTML page is read, see `load.read`)."""
+    article, problem = read(path, html)
+    if article is None:
+        return Prepared(path, None, problem)
+    rows = []
+    for passage in split(article):
+        body = passage.body(article)
+        span = passage.heading_span
+        heading = article.text[span[0] : span[1]] if span else ""
+        rows.append(
+            PreparedPassage(
+                passage.number,
+                passage.heading,
+                span,
+                passage.start,
+                passage.end,
+                passage.words,
+                passage.first,
+                estimate(body),
+                " ".join(terms(heading)),
+                " ".join(terms(body)),
+            )
+        )
+    return Prepared(
+        path,
+        article,
+        "",
+        len(article.text.split()),
+        estimate(article.text),
+        " ".join(terms(article.title)),
+        tuple(rows),
+    )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a refresh reads its files: the HTML reader, and the warning when it is not
+    the fast one."""
+
+    html: Reader
+    warning: str | None = None
+    workers: int | None = None  # processes to read in; None: decided by the files (`_workers`)
+
+    @classmethod
+    def of(cls, files: Sequence[Found]) -> Reading:
+        """How to read `files`: with lxml when they hold at least `LXML_PAGES` HTML pages
+        and it imports (else the standard library's parser, with a warning), with the
+        standard library's parser for fewer (an edited page or two: html.parser imports
+        in a fifth of lxml's time, and both read a page to the same text)."""
+        pages = sum(os.path.splitext(f.path)[1].lower() in HTML_SUFFIXES for f in files)
+        if pages < LXML_PAGES:
+            return cls(standard)
+        try:
+            lxml_etree()
+        except ParserMissing as exc:
+            return cls(standard, f"{exc}; reading HTML with the standard library's parser")
+        return cls(with_lxml)
+
+    def each(self, files: Sequence[Found]) -> Iterator[Prepared]:
+        """Every file's rows, in the order of `files`."""
+        workers = _workers(files) if self.workers is None else self.workers
+        if workers < 2:
+            for file in files:
+                yield prepare(file.path, self.html)
+            return
+        yield from _pooled([f.path for f in files], self.html, workers)
+
+
+def _workers(files: Sequence[Found]) -> int:
+    """How many processes to read `files` in: 1 (this one) unless a pool pays and is safe."""
+    if len(files) < POOL_FILES or sum(f.size for f in files) < POOL_BYTES:
+        return 1
+    if threading.active_count() > 1 or not hasattr(os, "fork"):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux: every core the machine has
+        cores = os.cpu_count() or 1
+    return min(cores, 8)
+
+
+def _read_batch(paths: Sequence[str], html: Reader) -> list[Prepared]:
+    return [prepare(path, html) for path in paths]
+
+
+def _pooled(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepared]:
+    import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    batches = [paths[i : i + BATCH] for i in range(0, len(paths), BATCH)]
+    context = multiprocessing.get_context("fork")
+    pending: deque[Future[list[Prepared]]] = deque()
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        try:
+            for batch in batches:
+                pending.append(pool.submit(_read_batch, batch, html))
+                if len(pending) >= workers * WINDOW:
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
+        finally:
+            for future in pending:  # the caller stopped early (an error, ^C): stop too
+                future.cancel()
