@@ -65,6 +65,11 @@ BENCHMARKS = {
         "bench.fleet",
         "18 a fleet within its quota: 429s, the quota used, retries under a partial outage",
     ),
+    "parsers": ("bench.parsers", "19 HTML parsers: same passages, reading speed, memory, import"),
+    "speedpass": (
+        "bench.speedpass",
+        "20 large help centres vs the tree before: first index, refresh, warm question by size",
+    ),
 }
 
 

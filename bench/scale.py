@@ -56,9 +56,10 @@ def _large_set(ctx: Context) -> tuple[Path, Size, str]:
     return folder, size, pages(folder)[size.files // 2].as_posix()
 
 
-def _subsets(large: Path, scratch: Path) -> tuple[Path, Path]:
-    """Half the set (every other page) and the set twice over (two copies side by side)."""
-    half, double = scratch / "scale-half", scratch / "scale-double"
+def subsets(large: Path, into: Path) -> tuple[Path, Path]:
+    """Half the set (every other page) and the set twice over (two copies side by side),
+    made in the folder `into`."""
+    half, double = into / "half", into / "double"
     for i, rel in enumerate(pages(large)):
         if i % 2 == 0:
             (half / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +207,7 @@ def _warm(ctx: Context, tool: Tool, large: Path, kb: Path, edited: str) -> list[
 
 def _memory(ctx: Context, tool: Tool, large: Path, size: Size) -> list[Row]:
     """Peak RSS of a cold index build: half the set, the set, the set twice over."""
-    half, double = _subsets(large, ctx.scratch)
+    half, double = subsets(large, ctx.folder("scale-subsets"))
     sets = {"half": half, "whole": large, "double": double}
     sizes = {k: size_of(v) for k, v in sets.items()}
     largest = max((p.stat().st_size for p in large.rglob("*.htm*")), default=0)

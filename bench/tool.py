@@ -135,10 +135,15 @@ def _failed(what: str, run: Run) -> str:
 def checkout_today(dest: Path) -> Path | None:
     """The tree at TODAY, extracted into `dest` (None when this clone lacks the commit:
     a shallow CI clone, a tarball)."""
+    return checkout(TODAY, dest)
+
+
+def checkout(commit: str, dest: Path) -> Path | None:
+    """The tree at `commit`, extracted into `dest` (None when this clone lacks it)."""
     dest.mkdir(parents=True, exist_ok=True)
     try:
         archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", TODAY],
+            ["git", "-C", str(ROOT), "archive", "--format=tar", commit],
             capture_output=True,
             check=True,
         )
