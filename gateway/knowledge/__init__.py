@@ -9,6 +9,7 @@ and the selection within a token budget.
     passages  an Article cut into passages at its headings
     index     the Index seam (a Protocol) and MemoryIndex, for a set read this run
     store     SqliteIndex: the index kept between runs in the user cache dir
+    cut       its first cut: the articles of a large set the ranker scores, by FTS5's BM25
     reading   a refresh's files to the rows stored, in a pool of processes for many
     rank      the one ranker (BM25 + coverage), for the prompt and the offline deployment
     select    every article when they fit the budget, else the best passages, grouped

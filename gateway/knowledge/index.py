@@ -2,7 +2,8 @@
 
 An index answers two questions. `hits(terms)`: for the question's terms, every passage and
 title holding one, with counts and the set's totals, which is all BM25 needs (`rank`
-computes the scores, so every index ranks alike). `fetch(keys)`: the passages chosen, with
+computes the scores, so every index ranks alike); a large kept index answers for the
+articles its first cut chooses (`cut`), each whole. `fetch(keys)`: the passages chosen, with
 their text. `MemoryIndex` serves a set read this run (a small help centre, `max_tokens:
 all`, or when no index can be kept); `gateway.knowledge.store.SqliteIndex` keeps one on disk.
 """
@@ -47,9 +48,9 @@ class Hits:
     articles: int
     article_words: float  # the set's average article length, in words
     df: Counter[str] = field(default_factory=Counter)
-    body: dict[PassageKey, Counter[str]] = field(default_factory=dict)
-    heading: dict[PassageKey, Counter[str]] = field(default_factory=dict)
-    title: dict[int, Counter[str]] = field(default_factory=dict)
+    body: dict[PassageKey, dict[str, int]] = field(default_factory=dict)
+    heading: dict[PassageKey, dict[str, int]] = field(default_factory=dict)
+    title: dict[int, dict[str, int]] = field(default_factory=dict)
     facts: dict[PassageKey, PassageFacts] = field(default_factory=dict)
     lengths: dict[int, int] = field(default_factory=dict)  # article -> words, for those hit
     navigation: set[int] = field(default_factory=set)

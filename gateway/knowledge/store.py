@@ -3,10 +3,11 @@
 Why SQLite FTS5: it is in the standard library, one file, transactional (a crash or a
 second writer never leaves half an update), WAL lets readers run beside a writer, and its
 inverted index is built in C (about ten times faster to fill than a plain table of
-postings). FTS5 only stores and finds terms here: the terms are ours (`terms`, written
-out as space-separated words), and the ranking is the one ranker's (`rank`), which reads
-the counts through the `fts5vocab` table. So a help centre ranks the same whether it is
-read this run (`MemoryIndex`) or kept here.
+postings). The terms are ours (`terms`, written out as space-separated words), and the
+ranking is the one ranker's (`rank`); FTS5 finds the terms, counts the documents holding
+each (the `fts5vocab` tables) and, in a large set, makes the first cut (`cut`) with its
+own BM25. So a help centre ranks the same whether it is read this run (`MemoryIndex`) or
+kept here, within the articles the cut keeps.
 
 Freshness: each file's size, mtime and inode are kept; a refresh re-reads only the files
 whose values differ, and drops the ones gone. A file changed less than a timestamp tick
@@ -29,13 +30,12 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.knowledge import schema
+from gateway.knowledge import cut, schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
 from gateway.knowledge.reading import Prepared, Reading
@@ -126,6 +126,7 @@ class SqliteIndex:
         self.warnings: list[str] = []  # the skipped files' reasons, as of the last refresh
         self.now_ns: Callable[[], int] = time.time_ns  # the wall clock, for settling (a seam)
         self.reading: Reading | None = None  # how files are read; None: `Reading.of` them
+        self.cut: cut.Cut | None = cut.DEFAULT  # the first cut; None: rank every passage
 
     # -- opening ---------------------------------------------------------------------
 
@@ -349,6 +350,8 @@ class SqliteIndex:
         return SetSize(len(self._ids), tokens)
 
     def hits(self, words: Sequence[str]) -> Hits:
+        """The counts of `words` in the articles the first cut chooses (`cut`): every one
+        when the set has no more than the cut takes."""
         db = self._db
         marks = ", ".join("?" for _ in words)
         passages, avg = db.execute(
@@ -356,59 +359,58 @@ class SqliteIndex:
             "(SELECT avg(words) FROM files WHERE problem IS NULL)"
         ).fetchone()
         found = Hits(passages + len(self._ids), len(self._ids), float(avg or 1.0))
-        order, facts, ids = self._order, found.facts, self._passage_ids
-        hit_files: set[int] = set()
-        rows = db.execute(
-            "SELECT v.doc, v.col, v.term, count(*), p.file, p.number, p.words, p.first, "
-            f"p.tokens FROM terms_vocab v JOIN passages p ON p.id = v.doc "
-            f"WHERE v.term IN ({marks}) GROUP BY v.doc, v.col, v.term",
-            list(words),
-        )
-        for doc, column, term, count, fid, number, size, first, tokens in rows:
-            article = order.get(fid)
-            if article is None:
-                continue
-            key = (article, number)
-            table = found.heading if column == "heading" else found.body
-            counts = table.get(key)
-            if counts is None:
-                counts = table[key] = Counter()
-            counts[term] = count
-            if key not in facts:
-                facts[key] = PassageFacts(size, bool(first), tokens)
-                ids[key] = doc
-                hit_files.add(fid)
-        title_files = set()
-        for fid, term, count in db.execute(
-            f"SELECT doc, term, count(*) FROM titles_vocab WHERE term IN ({marks}) "
-            "GROUP BY doc, term",
-            list(words),
-        ):
-            article = order.get(fid)
-            if article is None:
-                continue
-            found.title.setdefault(article, Counter())[term] = count
-            title_files.add(fid)
         # Document frequencies from the vocabularies' own counts: passages, then titles.
         for vocab in ("terms_rows", "titles_rows"):
             for term, docs in db.execute(
                 f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(words)
             ):
                 found.df[term] += docs
+        first = self.cut
+        if first is None or len(self._ids) <= first.articles:
+            files = list(self._ids)
+        else:
+            files = first.candidates(db, first.searched(found.df, found.units), words)
+        order, facts, ids = self._order, found.facts, self._passage_ids
+        wanted = cut.needles(words)
+        titled: set[int] = set()
+        for fid, title in _chunks(db, "SELECT rowid, title FROM titles WHERE rowid IN ({})", files):
+            held = cut.counts(title, wanted)
+            if held and fid in order:
+                found.title[order[fid]] = held
+                titled.add(fid)
+        hit_files: set[int] = set()
+        for pid, fid, number, size, first, tokens, heading, body in _chunks(
+            db,
+            "SELECT p.id, p.file, p.number, p.words, p.first, p.tokens, t.heading, t.body "
+            "FROM terms t JOIN passages p ON p.id = t.rowid WHERE terms MATCH ? "
+            "AND p.file IN ({})",
+            files,
+            before=(cut.match(words),),
+        ):
+            article = order.get(fid)
+            if article is None:
+                continue
+            key = (article, number)
+            in_body, in_heading = cut.counts(body, wanted), cut.counts(heading, wanted)
+            if in_body:
+                found.body[key] = in_body
+            if in_heading:
+                found.heading[key] = in_heading
+            facts[key] = PassageFacts(size, bool(first), tokens)
+            ids[key] = pid
+            hit_files.add(fid)
         # A title's words are in every passage of its article: each is a candidate.
         for pid, fid, number, size, first, tokens in _chunks(
             db,
             "SELECT id, file, number, words, first, tokens FROM passages WHERE file IN ({})",
-            sorted(title_files),
+            sorted(titled),
         ):
             key = (order[fid], number)
             if key not in facts:
                 facts[key] = PassageFacts(size, bool(first), tokens)
                 ids[key] = pid
         for fid, length, kind in _chunks(
-            db,
-            "SELECT id, words, kind FROM files WHERE id IN ({})",
-            sorted(hit_files | title_files),
+            db, "SELECT id, words, kind FROM files WHERE id IN ({})", sorted(hit_files | titled)
         ):
             found.lengths[order[fid]] = length
             if kind == PageKind.NAVIGATION:
@@ -485,12 +487,15 @@ def _kind(stored: str | None) -> PageKind:
     return PageKind(stored) if stored else PageKind.ARTICLE
 
 
-def _chunks(db: sqlite3.Connection, sql: str, ids: Sequence[int]) -> list[Any]:
-    """`sql`'s rows for every id, asked in chunks below SQLite's limit on parameters."""
+def _chunks(
+    db: sqlite3.Connection, sql: str, ids: Sequence[int], before: Sequence[object] = ()
+) -> list[Any]:
+    """`sql`'s rows for every id, asked in chunks below SQLite's limit on parameters
+    (`before`: the parameters that come first, in every chunk)."""
     out: list[Any] = []
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
-        out += db.execute(sql.format(", ".join("?" for _ in part)), part).fetchall()
+        out += db.execute(sql.format(", ".join("?" for _ in part)), [*before, *part]).fetchall()
     return out
 
 

@@ -1,0 +1,111 @@
+"""The kept index's first cut: which articles of a large help centre the one ranker scores.
+
+Scoring every passage that holds a word of the question costs in proportion to the help
+centre: a common word ("database", "server") is in thousands of passages of a big
+manual. So `SqliteIndex.hits` lets SQLite choose a bounded set of articles first, by its
+own BM25 (FTS5's `bm25()`, headings weighted `rank.HEADING_WEIGHT` as the ranker weighs
+them), and hands the ranker everything it would have read of those articles: every
+passage holding a word of the question, with its counts, and every passage of an article
+whose title holds one. Within them the ranking is the one ranker's, unchanged (an
+article's score too, as all its passages are there); the document frequencies are the
+whole set's. Only the articles the cut leaves out are not ranked; a set of no more
+articles than it keeps (`Cut.articles`) is ranked whole.
+
+The articles are the best by SQLite's BM25 three ways (`Cut.candidates`): by their best
+passage (`Cut.by_passage`), by all their passages' scores added up (`Cut.by_article`: a
+long page about the question that no one passage sums up), and by their titles
+(`Cut.by_title`). Passages are searched for the question's rarer words (`Cut.searched`):
+a word in more than `Cut.common_share` of the set adds little to any score and most to
+the search's cost; the ranker still counts it in every passage it reads.
+
+The sizes were chosen with `bench/run firstcut` over git's and PostgreSQL's manuals: the
+smallest that keep page and evidence recall at 2,000, 6,000 and 16,000 tokens as ranking
+every passage has them, the same handoffs, and every offline answer from the same article
+(bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gateway.knowledge.rank import HEADING_WEIGHT
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How many articles the first cut keeps, and which words it searches for."""
+
+    by_passage: int = 80  # articles chosen by their best passage's score
+    by_article: int = 40  # by their passages' scores added up
+    by_title: int = 30  # by their titles' scores
+    # A word in more than this share of the set's passages and titles is not searched
+    # for (but still counted); the `searched_at_least` rarest always are.
+    common_share: float = 1 / 8
+    searched_at_least: int = 2
+
+    @property
+    def articles(self) -> int:
+        """At most how many articles it keeps: a set of no more is ranked whole."""
+        return self.by_passage + self.by_article + self.by_title
+
+    def searched(self, df: Mapping[str, int], units: int) -> list[str]:
+        """The words searched for: the known ones at most `common_share` of the set
+        holds, else the `searched_at_least` rarest."""
+        known = sorted((n, term) for term, n in df.items() if n)
+        rare = [term for n, term in known if n <= self.common_share * units]
+        if len(rare) < self.searched_at_least:
+            rare = [term for _, term in known[: self.searched_at_least]]
+        return rare
+
+    def candidates(
+        self, db: sqlite3.Connection, words: Sequence[str], titled: Sequence[str]
+    ) -> list[int]:
+        """The ids of the files the ranker scores: by their passages' match of `words`,
+        then by their titles' match of `titled`, each once."""
+        chosen: dict[int, None] = {}
+        if words:
+            # Per article, its best passage's score and all its passages' together (FTS5's
+            # scores are negative: the lower, the better).
+            found = db.execute(
+                "SELECT p.file, min(m.score), sum(m.score) FROM (SELECT rowid AS id, rank AS "
+                "score FROM terms WHERE terms MATCH ? AND rank MATCH ?) m "
+                "JOIN passages p ON p.id = m.id GROUP BY p.file",
+                (match(words), f"bm25({float(HEADING_WEIGHT)}, 1.0)"),
+            ).fetchall()
+            for place, limit in ((1, self.by_passage), (2, self.by_article)):
+                for row in sorted(found, key=lambda r: (r[place], r[0]))[:limit]:
+                    chosen[row[0]] = None
+        if titled:
+            for (fid,) in db.execute(
+                "SELECT rowid FROM titles WHERE titles MATCH ? ORDER BY rank, rowid "
+                f"LIMIT {int(self.by_title)}",
+                (match(titled),),
+            ):
+                chosen[fid] = None
+        return list(chosen)
+
+
+DEFAULT = Cut()
+
+
+def match(words: Sequence[str]) -> str:
+    """An FTS5 query for any of `words`."""
+    # Each word quoted: a term that reads as an operator ("and", "near") is a word here.
+    return " OR ".join(f'"{word}"' for word in words)
+
+
+def needles(words: Sequence[str]) -> list[tuple[str, str]]:
+    """Each word and what `counts` looks for: the word between two spaces."""
+    return [(word, f" {word} ") for word in words]
+
+
+def counts(terms_text: str, wanted: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """How often each word of `wanted` (`needles`) is in `terms_text` (terms written
+    space-separated, as the index keeps them): whole terms only."""
+    if not terms_text:
+        return {}
+    # Every term between two spaces of its own, so neighbours do not share one.
+    spaced = f" {terms_text.replace(' ', '  ')} "
+    return {word: n for word, needle in wanted if (n := spaced.count(needle))}
