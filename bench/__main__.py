@@ -70,6 +70,10 @@ BENCHMARKS = {
         "bench.speedpass",
         "20 large help centres vs the tree before: first index, refresh, warm question by size",
     ),
+    "firstcut": (
+        "bench.firstcut",
+        "19 the index's first cut vs ranking every passage: prompts, handoffs, offline answers",
+    ),
 }
 
 
