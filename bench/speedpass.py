@@ -87,11 +87,11 @@ def _cold(tool: Tool, tag: str) -> Callable[[int], None]:
 
 def _build(ctx: Context, tools: dict[str, Tool], large: Path) -> list[Row]:
     size = size_of(large)
-    builds = [
-        Command(f"first index, {name}", tool.index_argv(large, "-q"), env=dict(tool.env),
-                before=_cold(tool, "cold"))
-        for name, tool in tools.items()
-    ]  # fmt: skip
+    builds = []
+    for name, tool in tools.items():
+        empty = _cold(tool, "cold")  # names the cache dir in the tool's env: first
+        builds.append(Command(f"first index, {name}", tool.index_argv(large, "-q"),
+                              env=dict(tool.env), before=empty))  # fmt: skip
     runs = interleave(builds, rounds=ctx.sizes.build_rounds + 1, warmup=1, env={}, cwd=ctx.scratch)
     refreshes = []
     for name, tool in tools.items():

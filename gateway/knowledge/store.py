@@ -33,13 +33,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.knowledge import cut, schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
-from gateway.knowledge.reading import Prepared, Reading
 from gateway.model import Article, PageKind, Source
+
+if TYPE_CHECKING:
+    from gateway.knowledge.reading import Prepared, Reading
 
 # A file changed this recently before it was read is read again next time: sub-second
 # timestamps tick with the kernel's coarse clock (<= 10 ms); whole seconds mean a
@@ -224,6 +226,10 @@ class SqliteIndex:
                 for fid in gone:
                     self._forget(fid)
                 total = sum(f.size for f in changed)
+                # Imported when a file is to be read: a refresh that finds none is the
+                # common path of every question over a kept index.
+                from gateway.knowledge.reading import Reading
+
                 reading = self.reading or Reading.of(changed)
                 if reading.warning is not None:
                     notes.append(reading.warning)

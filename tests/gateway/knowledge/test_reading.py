@@ -128,3 +128,25 @@ def test_the_index_built_in_a_pool_ranks_as_one_built_alone(tmp_path: Path) -> N
     pooled, alone = (i.hits(["guide", "kaloru"]) for i in indexes)
     assert pooled == alone
     assert pooled.facts
+
+
+def test_a_refresh_that_finds_nothing_changed_reads_nothing_and_imports_no_reader(
+    tmp_path: Path,
+) -> None:
+    many(tmp_path / "kb", LXML_PAGES)
+    probe = (
+        "import sys\nfrom pathlib import Path\n"
+        "from gateway.knowledge.files import discover\n"
+        "from gateway.knowledge.store import SqliteIndex\n"
+        "root, path = Path(sys.argv[1]), Path(sys.argv[2])\n"
+        "with SqliteIndex.open(path, [root], warn=print) as index:\n"
+        "    print(index.refresh(discover([root])[0]).read)\n"
+        "readers = ('gateway.knowledge.reading', 'gateway.knowledge.htmltext', 'lxml')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(readers)))\n"
+    )
+    argv = [sys.executable, "-c", probe, str(tmp_path / "kb"), str(tmp_path / "index.sqlite")]
+    first, again = (
+        subprocess.run(argv, capture_output=True, text=True, timeout=120) for _ in range(2)
+    )
+    assert first.stdout.splitlines()[0] == str(LXML_PAGES), first.stderr
+    assert again.stdout.splitlines() == ["0", "[]"], again.stderr
