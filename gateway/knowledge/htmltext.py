@@ -351,8 +351,25 @@ def lxml_etree() -> Any:
     try:
         from lxml import etree
     except ImportError as exc:
-        raise ParserMissing(
-            f"lxml cannot be imported ({exc}); reinstall support-ask to bring it back "
-            "(pip install --force-reinstall support-ask)"
-        ) from None
+        raise _missing(exc) from None
     return etree
+
+
+def lxml_found() -> None:
+    """Whether lxml is installed, without importing it (a process that only hands pages
+    to workers need not load it). Raises `ParserMissing` when it is not."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("lxml.etree")
+    except (ImportError, ValueError) as exc:
+        raise _missing(exc) from None
+    if found is None:
+        raise _missing(ImportError("No module named 'lxml.etree'"))
+
+
+def _missing(exc: BaseException) -> ParserMissing:
+    return ParserMissing(
+        f"lxml cannot be imported ({exc}); reinstall support-ask to bring it back "
+        "(pip install --force-reinstall support-ask)"
+    )

@@ -7,13 +7,14 @@ process that holds the index's transaction (`store`), in the order the files wer
 Reading is most of a first index's time (parsing HTML, cutting passages, stemming), the
 inserts little: on two cores the pool takes about half the time.
 
-The pool is used only when it pays and is safe: at least `POOL_FILES` files and
-`POOL_BYTES` bytes to read (a help centre read this run, or a refresh of a few edited
-files, never starts one), more than one core this process may run on, and a platform
-that forks with no other thread running (a forked child has copies of the parent's
-modules, so it starts in milliseconds; forking beside running threads can deadlock the
-child on a lock a thread held). At most `WINDOW` batches per worker are in flight, so the
-parent never holds more than a few pages' rows however large the set.
+The pool is used only when it pays: at least `POOL_FILES` files and `POOL_BYTES` bytes to
+read (a help centre read this run, or a refresh of a few edited files, never starts
+one), more than one core this process may run on, and a platform that forks. Its
+workers are forked by a fork server that imports only the reader: they start in
+milliseconds once it runs (about a tenth of a second, once), they hold none of this
+process's memory, and no thread of this process is forked mid-lock. At most `WINDOW`
+batches per worker are in flight, so the parent never holds more than a few pages' rows
+however large the set.
 
 HTML is read with lxml when there are many pages and it can be imported (`htmltext`),
 else with the standard library's parser (if lxml is missing, with one warning,
@@ -23,14 +24,20 @@ else with the standard library's parser (if lxml is missing, with one warning,
 from __future__ import annotations
 
 import os
-import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.knowledge.files import HTML_SUFFIXES
-from gateway.knowledge.htmltext import ParserMissing, Reader, lxml_etree, standard, with_lxml
+from gateway.knowledge.htmltext import (
+    ParserMissing,
+    Reader,
+    lxml_etree,
+    lxml_found,
+    standard,
+    with_lxml,
+)
 from gateway.knowledge.load import read
 from gateway.knowledge.passages import split
 from gateway.knowledge.terms import terms
@@ -124,15 +131,19 @@ class Reading:
         """How to read `files`: with lxml when they hold at least `LXML_PAGES` HTML pages
         and it imports (else the standard library's parser, with a warning), with the
         standard library's parser for fewer (an edited page or two: html.parser imports
-        in a fifth of lxml's time, and both read a page to the same text)."""
+        in a fifth of lxml's time, and both read a page to the same text); in a pool
+        when it pays (`_workers`)."""
+        workers = _workers(files)
         pages = sum(os.path.splitext(f.path)[1].lower() in HTML_SUFFIXES for f in files)
         if pages < LXML_PAGES:
-            return cls(standard)
+            return cls(standard, workers=workers)
         try:
-            lxml_etree()
+            # Only the workers read pages in a pool: this process need not load lxml.
+            lxml_found() if workers > 1 else lxml_etree()
         except ParserMissing as exc:
-            return cls(standard, f"{exc}; reading HTML with the standard library's parser")
-        return cls(with_lxml)
+            warning = f"{exc}; reading HTML with the standard library's parser"
+            return cls(standard, warning, workers)
+        return cls(with_lxml, workers=workers)
 
     def each(self, files: Sequence[Found]) -> Iterator[Prepared]:
         """Every file's rows, in the order of `files`."""
@@ -148,7 +159,7 @@ def _workers(files: Sequence[Found]) -> int:
     """How many processes to read `files` in: 1 (this one) unless a pool pays and is safe."""
     if len(files) < POOL_FILES or sum(f.size for f in files) < POOL_BYTES:
         return 1
-    if threading.active_count() > 1 or not hasattr(os, "fork"):
+    if not hasattr(os, "fork"):  # no fork server where processes cannot fork
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
@@ -158,7 +169,10 @@ def _workers(files: Sequence[Found]) -> int:
 
 
 def _read_batch(paths: Sequence[str], html: Reader) -> list[Prepared]:
-    return [prepare(path, html) for path in paths]
+    try:
+        return [prepare(path, html) for path in paths]
+    except ParserMissing:  # installed, yet not importable here: the same text, slower
+        return [prepare(path, standard) for path in paths]
 
 
 def _pooled(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepared]:
@@ -166,7 +180,11 @@ def _pooled(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepar
     from concurrent.futures import Future, ProcessPoolExecutor
 
     batches = [paths[i : i + BATCH] for i in range(0, len(paths), BATCH)]
-    context = multiprocessing.get_context("fork")
+    # Workers forked from a server that imported only the reader (and lxml), not from this
+    # process: their memory is the reader's, not this process's (a CLI's modules, the
+    # index's cache), so the first index's peak RSS does not grow by a copy of it.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__, "lxml.etree"])
     pending: deque[Future[list[Prepared]]] = deque()
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         try:
