@@ -72,7 +72,7 @@ BENCHMARKS = {
     ),
     "firstcut": (
         "bench.firstcut",
-        "19 the index's first cut vs ranking every passage: prompts, handoffs, offline answers",
+        "21 the index's first cut vs ranking every passage: prompts, handoffs, offline answers",
     ),
 }
 

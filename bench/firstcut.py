@@ -1,4 +1,4 @@
-"""19. The index's first cut against ranking every passage: the same recall, the same
+"""21. The index's first cut against ranking every passage: the same recall, the same
 handoffs, the same offline answers?
 
 Over git's and PostgreSQL's manuals (smoke: a generated set), every question of the

@@ -1,4 +1,4 @@
-"""17. HTML parsers for a first index: html.parser, lxml and selectolax, on the same pages.
+"""19. HTML parsers for a first index: html.parser, lxml and selectolax, on the same pages.
 
 Each parser feeds the one sink that turns a page into an article (gateway.knowledge.
 htmltext): html.parser and lxml as the tool does; selectolax (lexbor) by walking the tree

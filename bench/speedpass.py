@@ -1,4 +1,4 @@
-"""18. Large help centres, this tree against the tree before the speed pass (`BEFORE`,
+"""20. Large help centres, this tree against the tree before the speed pass (`BEFORE`,
 exported with `git archive`, run by the same interpreter with PYTHONPATH pointing at it),
 in fresh processes, the two trees taking turns:
 
