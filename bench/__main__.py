@@ -74,6 +74,10 @@ BENCHMARKS = {
         "bench.firstcut",
         "21 the index's first cut vs ranking every passage: prompts, handoffs, offline answers",
     ),
+    "semantic": (
+        "bench.semantic",
+        "22 a semantic model shipped in its wheel: the ranker's first choice, the handoff",
+    ),
 }
 
 
