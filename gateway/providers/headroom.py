@@ -49,7 +49,10 @@ def x_ratelimit(headers: Headers, now: float) -> Headroom | None:
     windows: list[Window | None] = []
     for what in ("requests", "tokens"):
         remaining = _count(headers.get(f"x-ratelimit-remaining-{what}"))
-        reset = headers.get(f"x-ratelimit-reset-{what}") if remaining is not None else None
+        if remaining is None:  # no window without its remaining count: nothing else read
+            windows.append(None)
+            continue
+        reset = headers.get(f"x-ratelimit-reset-{what}")
         reset_s = None
         if reset is not None:
             from gateway.classify.retry_after import parse_duration

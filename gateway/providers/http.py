@@ -7,8 +7,10 @@ What lives here and nowhere else:
   no retries (httpx's transports retry nothing unless asked; we never ask: the engine is the
   only retry loop), at most one connection so the watchdog knows which socket is in use;
 - each attempt held to its deadline (`deadline`): checked between chunks on the injected
-  `Clock`, and the socket in use handed to the watchdog; the DNS lookup before a direct
-  connection, which no socket timeout reaches, bounded by the connect timeout (`resolve`);
+  `Clock`, and the socket in use handed to the watchdog (a direct connection's transport
+  keeps the stream it connected; through a proxy, httpcore's trace hook names it); the DNS
+  lookup before a direct connection, which no socket timeout reaches, bounded by the
+  connect timeout (`resolve`);
 - status, headers and body of a non-2xx handed to `gateway.classify.errors.classify_response`, and
   every transport exception to `classify_exception`, raised as `ProviderError` (the
   classifier is imported on the first failure: a good answer never loads it);
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 
     from gateway.config import Deployment
     from gateway.providers.headroom import RateHeaders
-    from gateway.providers.resolve import Resolver
+    from gateway.providers.resolve import DirectTransport, Resolver
     from gateway.providers.sse import SseEvent, StreamParser
     from gateway.seams import Clock
 
@@ -63,12 +65,23 @@ _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id")
 # The request extension through which an injected transport learns the attempt's Deadline.
 DEADLINE_EXTENSION = "support_ask.deadline"
 # httpcore's trace events that hand over a freshly connected network stream: direct, and
-# through an HTTP(S) or SOCKS proxy.
+# through an HTTP(S) or SOCKS proxy (only a proxy's connections are traced: a direct one's
+# transport keeps its stream itself).
 _CONNECTED = frozenset(
     f"{via}.{step}.complete"
     for via in ("connection", "proxy", "socks")
     for step in ("connect_tcp", "start_tls")
 )
+
+
+def _plain(headers: httpx.Headers) -> dict[str, str]:
+    """A response's headers as a dict by lower-case name, a repeated one's values joined as
+    httpx joins them: a rate-limit dialect looks up several names, and each lookup in
+    httpx's headers scans them all (and raises inside for a name that is not there)."""
+    out: dict[str, str] = {}
+    for name, value in headers.multi_items():
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
 
 
 @functools.cache
@@ -89,8 +102,8 @@ def _no_ca_context() -> ssl.SSLContext:
 
 
 def _direct_transport(
-    context: ssl.SSLContext, resolve: Resolver | None
-) -> httpx.BaseTransport | None:
+    context: ssl.SSLContext, resolve: Resolver | None, *, tls: bool
+) -> DirectTransport | None:
     """The transport for the real network, or None to let httpx build its own.
 
     httpx mounts the environment's proxies only when it builds the transports itself, so
@@ -104,6 +117,7 @@ def _direct_transport(
         ssl_context=context,
         limits=_LIMITS,
         resolve=resolve if resolve is not None else resolving.system_resolver,
+        tls=tls,
     )
 
 
@@ -134,12 +148,13 @@ class HttpClient:
         self.seen: Headroom | None = None  # the last response's rate-limit headers
         self._sockets = transport is None
         self._connect_timeout = connect_timeout
-        self._last_stream: object = None
+        self._last_stream: object = None  # through a proxy: the last stream traced
+        self._direct: DirectTransport | None = None  # None: a proxy's or a given transport
         self._redactor = Redactor(secret_header_values(headers))
         verify: ssl.SSLContext | bool = True  # unused by a transport given here
         if transport is None:
             verify = _ssl_context() if tls else _no_ca_context()
-            transport = _direct_transport(verify, resolve)
+            transport = self._direct = _direct_transport(verify, resolve, tls=tls)
         self._client = httpx.Client(
             headers={"user-agent": "support-ask", "content-type": "application/json", **headers},
             transport=transport,
@@ -287,18 +302,14 @@ class HttpClient:
         self.seen = None
         try:
             request = self._client.build_request(
-                "POST",
-                url,
-                content=payload,
-                timeout=self._timeouts(deadline.timeout),
-                extensions=self._extensions(deadline),
+                "POST", url, content=payload, extensions=self._extensions(deadline)
             )
             if self._sockets:
                 deadline.watch(functools.partial(self._expire, deadline))
             response = self._client.send(request, stream=True)
             outcome = str(response.status_code)
             if self._rate_headers is not None:
-                self.seen = self._rate_headers(response.headers, clock.wall())
+                self.seen = self._rate_headers(_plain(response.headers), clock.wall())
             if self._sockets:
                 deadline.stream = response.extensions.get("network_stream", deadline.stream)
             if not response.is_success:
@@ -356,18 +367,21 @@ class HttpClient:
                 self._log(url, outcome, clock.monotonic() - started, response)
 
     def _extensions(self, deadline: Deadline) -> dict[str, object]:
-        if self._sockets:
-            return {"trace": self._tracer(deadline)}
-        # An injected transport (the simulator, a test's fake server) runs on the injected
-        # clock, where no watchdog can cut a read short: it learns when the client would
-        # give up (`Deadline.give_up_at`) and stops waiting there, as a cut socket would.
-        return {DEADLINE_EXTENSION: deadline}
-
-    def _timeouts(self, timeout: float) -> httpx.Timeout:
-        # Each per-operation timeout is capped by the attempt's; the watchdog bounds their sum.
-        return httpx.Timeout(
-            connect=min(self._connect_timeout, timeout), read=timeout, write=timeout, pool=timeout
-        )
+        # Each per-operation timeout is capped by the attempt's; the watchdog bounds their
+        # sum. Given as httpx's "timeout" request extension (what it makes of a Timeout
+        # anyway), so no Timeout is built and copied per request.
+        timeout = deadline.timeout
+        connect = min(self._connect_timeout, timeout)
+        limits = {"connect": connect, "read": timeout, "write": timeout, "pool": timeout}
+        if not self._sockets:
+            # An injected transport (the simulator, a test's fake server) runs on the
+            # injected clock, where no watchdog can cut a read short: it learns when the
+            # client would give up (`Deadline.give_up_at`) and stops waiting there, as a
+            # cut socket would.
+            return {"timeout": limits, DEADLINE_EXTENSION: deadline}
+        if self._direct is None:  # through a proxy: its connections are seen by tracing
+            return {"timeout": limits, "trace": self._tracer(deadline)}
+        return {"timeout": limits}
 
     def _tracer(self, deadline: Deadline) -> Callable[[str, dict[str, object]], None]:
         def trace(name: str, info: dict[str, object]) -> None:
@@ -377,9 +391,11 @@ class HttpClient:
         return trace
 
     def _expire(self, deadline: Deadline) -> None:
-        # A reused keep-alive connection fires no connect event; with one connection per
-        # client, the last one connected is the one in use.
-        stream = deadline.stream if deadline.stream is not None else self._last_stream
+        # Until the response names its stream, with one connection per client the last
+        # one connected is the one in use (a reused keep-alive connection connects nothing).
+        stream = deadline.stream
+        if stream is None:
+            stream = self._last_stream if self._direct is None else self._direct.connected
         if stream is not None:
             shutdown_stream(stream)
 

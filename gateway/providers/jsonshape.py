@@ -37,8 +37,12 @@ def carries_error(data: object) -> bool:
     return isinstance(data, dict) and bool(data.get("error"))
 
 
+# Built once: `json.dumps` with any option builds an encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def encode(body: Mapping[str, object]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(body).encode()
 
 
 def decode_json(data: str | bytes, *, what: str) -> object:

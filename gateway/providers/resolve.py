@@ -11,7 +11,10 @@ httpx still sends it as `Host`: only the TCP connect sees the address.
 
 httpx 0.28 takes no network backend, so `DirectTransport` is the small adapter from httpx's
 transport interface to an httpcore connection pool (both public APIs), httpcore's
-exceptions translated to httpx's in one table. It replaces only httpx's direct path: when
+exceptions translated to httpx's in one table. Its backend also keeps the stream it last
+connected (`DirectTransport.connected`: after TLS, the encrypted one, whose socket is the
+one reads block on), so the deadline's watchdog finds the socket in use without a trace
+hook on every request. It replaces only httpx's direct path: when
 the environment names a proxy (`proxied_by_environment`), httpx builds its own transports,
 so HTTP(S)_PROXY, ALL_PROXY and NO_PROXY keep working exactly as httpx reads them; then
 the proxy resolves the provider's host, and only the proxy's own name, or a host NO_PROXY
@@ -20,7 +23,6 @@ sends direct, is looked up without this bound.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import socket
 import threading
@@ -94,14 +96,58 @@ def lookup(resolve: Resolver, host: str, port: int, timeout: float | None) -> Se
     return result
 
 
+class _Upgrading(httpcore.NetworkStream):
+    """A connected stream that TLS will replace: the stream `start_tls` returns is recorded
+    as the connection's and handed back bare, so reads and writes after the handshake
+    pass through nothing of ours."""
+
+    __slots__ = ("_backend", "_inner")
+
+    def __init__(self, inner: httpcore.NetworkStream, backend: ResolvingBackend) -> None:
+        self._inner = inner
+        self._backend = backend
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        tls = self._inner.start_tls(ssl_context, server_hostname, timeout)
+        self._backend.connected = tls
+        return tls
+
+    def get_extra_info(self, info: str) -> object:
+        return self._inner.get_extra_info(info)
+
+
 class ResolvingBackend(httpcore.NetworkBackend):
-    """httpcore's own sockets, connected to the address `resolve` found in time."""
+    """httpcore's own sockets, connected to the address `resolve` found in time.
+
+    `connected` is the stream it last handed over (with `tls`, the one TLS upgraded it to):
+    with at most one connection per client, the one any read in flight is blocked on.
+    """
 
     def __init__(
-        self, resolve: Resolver = system_resolver, inner: httpcore.NetworkBackend | None = None
+        self,
+        resolve: Resolver = system_resolver,
+        inner: httpcore.NetworkBackend | None = None,
+        *,
+        tls: bool = True,
     ) -> None:
         self._resolve = resolve
         self._inner = inner if inner is not None else httpcore.SyncBackend()
+        self._tls = tls
+        self.connected: httpcore.NetworkStream | None = None
 
     def connect_tcp(
         self,
@@ -121,7 +167,7 @@ class ResolvingBackend(httpcore.NetworkBackend):
             if left is not None and left <= 0:
                 break
             try:
-                return self._inner.connect_tcp(
+                stream = self._inner.connect_tcp(
                     address,
                     port,
                     timeout=left,
@@ -130,6 +176,9 @@ class ResolvingBackend(httpcore.NetworkBackend):
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
+                continue
+            self.connected = stream
+            return _Upgrading(stream, self) if self._tls else stream
         if failure is not None:
             raise failure
         raise httpcore.ConnectTimeout(f"the DNS lookup for {host} left no time to connect")
@@ -167,13 +216,12 @@ _TRANSLATED: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
 _FOREIGN = tuple(theirs for theirs, _ in _TRANSLATED)
 
 
-@contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    try:
-        yield
-    except _FOREIGN as exc:
-        ours = next(target for source, target in _TRANSLATED if isinstance(exc, source))
-        raise ours(str(exc)) from exc
+def _ours(exc: Exception) -> httpx.TransportError:
+    """httpx's exception for httpcore's `exc` (raised `from` it by the caller). A plain
+    `except` at each of the three places, not a context manager: this is every request's
+    path, and a generator-based one costs more than the request's own bookkeeping."""
+    ours = next(target for source, target in _TRANSLATED if isinstance(exc, source))
+    return ours(str(exc))
 
 
 class _Body(httpx.SyncByteStream):
@@ -183,14 +231,18 @@ class _Body(httpx.SyncByteStream):
         self._stream = stream
 
     def __iter__(self) -> Iterator[bytes]:
-        with _translated():
+        try:
             yield from self._stream
+        except _FOREIGN as exc:
+            raise _ours(exc) from exc
 
     def close(self) -> None:
         close = getattr(self._stream, "close", None)
         if close is not None:
-            with _translated():
+            try:
                 close()
+            except _FOREIGN as exc:
+                raise _ours(exc) from exc
 
 
 class DirectTransport(httpx.BaseTransport):
@@ -202,14 +254,22 @@ class DirectTransport(httpx.BaseTransport):
         ssl_context: ssl.SSLContext,
         limits: httpx.Limits,
         resolve: Resolver = system_resolver,
+        tls: bool = True,
     ) -> None:
+        """`tls`: the provider's URL is https (its connections are upgraded)."""
+        self._backend = ResolvingBackend(resolve, tls=tls)
         self._pool = httpcore.ConnectionPool(
             ssl_context=ssl_context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=ResolvingBackend(resolve),
+            network_backend=self._backend,
         )
+
+    @property
+    def connected(self) -> httpcore.NetworkStream | None:
+        """The stream last connected (after TLS, the encrypted one); None before any."""
+        return self._backend.connected
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if not isinstance(request.stream, httpx.SyncByteStream):
@@ -224,8 +284,10 @@ class DirectTransport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        with _translated():
+        try:
             reply = self._pool.handle_request(sent)
+        except _FOREIGN as exc:
+            raise _ours(exc) from exc
         if not isinstance(reply.stream, Iterable):
             raise TypeError("httpcore's synchronous pool returned an asynchronous body")
         return httpx.Response(
@@ -236,8 +298,10 @@ class DirectTransport(httpx.BaseTransport):
         )
 
     def close(self) -> None:
-        with _translated():
+        try:
             self._pool.close()
+        except _FOREIGN as exc:
+            raise _ours(exc) from exc
 
 
 def proxied_by_environment() -> bool:

@@ -18,13 +18,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+import httpcore
 import pytest
 
 from gateway.config import Deployment
 from gateway.model import ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.http import HttpClient
 from gateway.providers.openai import OpenAIProvider
-from gateway.providers.resolve import proxied_by_environment
+from gateway.providers.resolve import ResolvingBackend, proxied_by_environment
 from gateway.secrets.key import Secret
 from tests.support.loopback import LoopbackServer
 
@@ -221,6 +222,45 @@ def test_tls_still_names_the_host_not_the_address() -> None:
     assert names == [HOST]
     assert error.failure.kind is ErrorKind.NETWORK
     assert "TLS" in error.failure.detail
+
+
+class _Stream(httpcore.NetworkStream):
+    """A network stream that only says what it is; TLS turns it into another one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        return _Stream(f"tls over {self.name}")
+
+
+class _Connects(httpcore.NetworkBackend):
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: object = None,
+    ) -> httpcore.NetworkStream:
+        return _Stream(f"tcp to {host}")
+
+
+def test_the_connection_in_use_is_the_tls_stream_once_upgraded() -> None:
+    # After the handshake every read goes through the TLS stream's socket: a deadline's
+    # watchdog must shut that one down, not the TCP stream it was made from.
+    backend = ResolvingBackend(Resolver("127.0.0.1"), _Connects(), tls=True)
+    stream = backend.connect_tcp(HOST, 443, timeout=1.0)
+    assert isinstance(backend.connected, _Stream)
+    assert backend.connected.name == "tcp to 127.0.0.1"
+    upgraded = stream.start_tls(ssl.create_default_context(), server_hostname=HOST)
+    assert upgraded is backend.connected
+    assert isinstance(upgraded, _Stream) and upgraded.name == "tls over tcp to 127.0.0.1"
 
 
 def test_a_literal_address_needs_no_lookup() -> None:
