@@ -42,20 +42,23 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
 # KEYS: per claim its limit hash and held set; then the tally hash, if the draw counts a
-# first call. ARGV: most_wait, ticket, hold, n, burst, poll, then per claim rpm, tpm,
-# concurrent (0: no such limit) and tokens; then the retry window. Returns {granted,
+# first call. ARGV: most_wait, ticket, hold, n, burst, poll, margin, then per claim rpm,
+# tpm, concurrent (0: no such limit) and tokens; then the retry window. Returns {granted,
 # wait, the blocking claim's number and limit, which claims were taken: a 1 or 0 each}.
 DRAW = (
     _CLOCK
     + """
 local most, ticket, hold, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local burst, poll = tonumber(ARGV[5]), tonumber(ARGV[6])
+local burst, poll, margin = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local wait, blocking, full = 0, '', false
 local function gcra_wait(at, rate, cost)
   local interval = 60 / rate
   local tolerance = math.max(interval, burst)
   local start = math.max(at, now)
   return math.max(0, start + math.min(cost * interval, tolerance) - tolerance - now)
+end
+local function gcra_take(at, rate, cost)
+  return math.max(at, now + margin) + cost * 60 / rate
 end
 local function lowest(configured, stated)
   if stated <= 0 then return configured end
@@ -64,7 +67,7 @@ local function lowest(configured, stated)
 end
 local seen, taken = {}, ''
 for i = 1, n do
-  local a = 6 + (i - 1) * 4
+  local a = 7 + (i - 1) * 4
   local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local conc, tokens = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local v = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'R', 'T')
@@ -92,8 +95,8 @@ end
 if full or wait > most then return {0, string.format('%.17g', wait), blocking, taken} end
 for i = 1, n do
   local r, t, rpm, tpm, conc, tokens = unpack(seen[i])
-  if rpm > 0 then r = math.max(r, now) + 60 / rpm end
-  if tpm > 0 then t = math.max(t, now) + tokens * 60 / tpm end
+  if rpm > 0 then r = gcra_take(r, rpm, 1) end
+  if tpm > 0 then t = gcra_take(t, tpm, tokens) end
   if rpm > 0 or tpm > 0 then
     redis.call('HSET', KEYS[2 * i - 1], 'r', string.format('%.17g', r), 't',
       string.format('%.17g', t))
@@ -105,7 +108,7 @@ for i = 1, n do
   end
 end
 if #KEYS > 2 * n then
-  local window = tonumber(ARGV[7 + n * 4])
+  local window = tonumber(ARGV[8 + n * 4])
   local v = redis.call('HMGET', KEYS[#KEYS], 'requests', 'retries', 'at')
   local f = math.exp(-math.max(0, now - (tonumber(v[3]) or now)) / window)
   redis.call('HSET', KEYS[#KEYS], 'requests', string.format('%.17g', (tonumber(v[1]) or 0) * f + 1),
@@ -236,6 +239,7 @@ class RedisAllowance:
             len(claims),
             repr(rules.BURST_S),
             repr(rules.SLOT_POLL_S),
+            repr(rules.MARGIN_S),
         ]
         for c in claims:
             args += [c.limits.rpm or 0, c.limits.tpm or 0, c.limits.concurrent or 0, c.tokens]

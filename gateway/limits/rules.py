@@ -8,6 +8,16 @@ against a small token limit) waits for an empty bucket, then goes. The Redis all
 runs the same arithmetic in Lua on the server's clock; tests run one table of cases
 against every allowance.
 
+A booking never starts sooner than `MARGIN_S` from now (`gcra_take`): the allowance books
+when a call starts, the provider counts when it arrives, and the first call of a burst
+(a fresh process, a new connection) arrives latest. The provider's bucket starts to
+refill only then, so a call booked exactly one interval behind the burst, arriving a few
+milliseconds sooner than the first did, would meet a bucket a hair short of its last
+token and get a 429. With the margin, a burst that finds the bucket empty is booked as
+if it had started that much later: the provider always has that much of its refill in
+hand. It costs the rate nothing once busy (a bucket booked ahead is taken from where it
+stands), only `MARGIN_S` of it each time a quiet allowance gets busy.
+
 A provider's rate-limit headers (`gateway.model.Headroom`) tighten the allowance they
 speak for (`tightening`, `tighten`): its stated limit holds where it is lower than the
 configured one, and the bucket is booked at least as far ahead as the provider's stood,
@@ -26,6 +36,10 @@ from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally, Ti
 from gateway.model import Headroom, Window
 
 BURST_S = 1.0
+# How much sooner a call may reach the provider than the first of its burst did: several
+# times the spread measured on a loaded machine (bench/RESULTS.md, "A fleet within its
+# quota"), and a tenth of the burst, so a fast rate still sends most of it at once.
+MARGIN_S = 0.1
 # Calls at once are not booked ahead: a full allowance is looked at again this soon.
 SLOT_POLL_S = 0.25
 # What "recent" means for the retry budget: first calls and retries decay by e each minute.
@@ -65,8 +79,10 @@ def gcra_wait(at: float, per_minute: float, cost: float, now: float) -> float:
 
 
 def gcra_take(at: float, per_minute: float, cost: float, now: float) -> float:
-    """The bucket's new `at` once `cost` cells are taken."""
-    return max(at, now) + cost * 60.0 / per_minute
+    """The bucket's new `at` once `cost` cells are taken: booked from where it stands, but
+    never from sooner than `MARGIN_S` ahead (the provider's refill starts when the call
+    arrives, not when it starts)."""
+    return max(at, now + MARGIN_S) + cost * 60.0 / per_minute
 
 
 def live(held: Mapping[str, float], now: float) -> dict[str, float]:

@@ -5,6 +5,7 @@ case is about waits relative to the draw and holds on either clock (within `NEAR
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -17,6 +18,7 @@ from gateway.seams import Allowance
 
 T = 1_700_000_000.0
 NEAR = 0.1  # the Redis server's clock moves on between two draws of a case
+M = rules.MARGIN_S  # a booking starts no sooner than this from now
 
 
 def near(value: float) -> object:
@@ -34,22 +36,64 @@ def draw(a: Allowance, *claims: Claim, most_wait: float = 30.0, count: str | Non
 def a_rate_a_minute_is_spaced_to_one_second_bursts(a: Allowance) -> None:
     first, second = draw(a, rpm(60)), draw(a, rpm(60))
     assert (first.granted, first.wait) == (True, near(0.0))
-    assert (second.granted, second.wait) == (True, near(1.0))  # booked a second ahead
+    assert (second.granted, second.wait) == (True, near(1.0 + M))  # a second ahead
     assert second.blocking == "deployment:primary rpm"
 
 
-def a_burst_of_one_seconds_worth_goes_at_once(a: Allowance) -> None:
+def a_burst_of_one_seconds_worth_less_the_margin_goes_at_once(a: Allowance) -> None:
     waits = [draw(a, rpm(600)).wait for _ in range(11)]
-    assert waits[:10] == [near(0.0)] * 10
-    assert waits[10] == near(0.1)
+    assert waits[:9] == [near(0.0)] * 9
+    assert waits[9:] == [near(M), near(M + 0.1)]  # then one a tenth of a second
+
+
+class ProviderBucket:
+    """A provider's limit as it enforces it: a token bucket of `size` requests, refilled at
+    `per_s` a second from when the first call arrived (it is full before)."""
+
+    def __init__(self, size: float, per_s: float) -> None:
+        self.size, self.per_s = size, per_s
+        self.tokens, self.at = size, None
+        self.refused = 0
+
+    def arrive(self, at: float) -> bool:
+        if self.at is not None:
+            self.tokens = min(self.size, self.tokens + (at - self.at) * self.per_s)
+        self.at = at
+        ok = self.tokens >= 1.0
+        self.tokens -= 1.0 if ok else 0.0
+        self.refused += 0 if ok else 1
+        return ok
+
+
+# A burst's calls open their connections and arrive later than the calls behind them.
+COLD_S, WARM_S = 0.05, 0.01
+
+
+def a_burst_past_the_providers_bucket_meets_no_429(a: Allowance) -> None:
+    """Three bursts' worth drawn at once against a provider whose bucket holds one burst:
+    the first burst's calls arrive `COLD_S` after they start, the rest `WARM_S`; none is
+    refused, and the calls still go at the provider's rate (the margin costs one
+    `MARGIN_S`, once)."""
+    size, limit = 5, rpm(300)  # five a second
+    starts = []
+    for _ in range(3 * size):
+        now = time.time()  # the Redis allowance keeps the server's, this machine's, clock
+        grant = a.draw([limit], now=now, most_wait=30.0, hold=20.0)
+        assert grant.granted
+        starts.append(now + grant.wait)
+    provider = ProviderBucket(size, size)
+    arrivals = [s + (COLD_S if i < size else WARM_S) for i, s in enumerate(starts)]
+    accepted = [provider.arrive(at) for at in sorted(arrivals)]
+    assert provider.refused == 0 and all(accepted)
+    assert starts[-1] - starts[0] == near((len(starts) - size) / size + M)
 
 
 def a_draw_past_the_most_it_may_wait_is_refused_and_takes_nothing(a: Allowance) -> None:
     draw(a, rpm(60))
     draw(a, rpm(60))
     refused = draw(a, rpm(60), most_wait=1.5)
-    assert (refused.granted, refused.wait) == (False, near(2.0))
-    assert draw(a, rpm(60)).wait == near(2.0)  # the refused place is still free
+    assert (refused.granted, refused.wait) == (False, near(2.0 + M))
+    assert draw(a, rpm(60)).wait == near(2.0 + M)  # the refused place is still free
 
 
 def tokens_are_reserved_and_given_back_when_settled(a: Allowance) -> None:
@@ -57,15 +101,15 @@ def tokens_are_reserved_and_given_back_when_settled(a: Allowance) -> None:
     small = Claim("key:OPENAI_API_KEY", Limits(tpm=6000), 100)
     grant = draw(a, big)
     assert grant.granted
-    assert draw(a, small, most_wait=0.0).wait == near(6.0)  # the reservation counts
+    assert draw(a, small, most_wait=0.0).wait == near(6.0 + M)  # the reservation counts
     a.settle(grant, used=100, now=T)  # the provider reported 100 tokens
-    assert draw(a, small).wait == near(1.0)
+    assert draw(a, small).wait == near(1.0 + M)
 
 
 def a_call_larger_than_the_burst_waits_for_an_empty_bucket(a: Allowance) -> None:
     claim = Claim("key:K", Limits(tpm=6000), 300)
     assert draw(a, claim).wait == near(0.0)
-    assert draw(a, claim).wait == near(3.0)
+    assert draw(a, claim).wait == near(3.0 + M)
 
 
 def calls_at_once_are_slots_released_when_settled(a: Allowance) -> None:
@@ -83,7 +127,7 @@ def two_deployments_on_one_key_share_the_keys_limit(a: Allowance) -> None:
     first = draw(a, Claim("deployment:fast", Limits(rpm=600), 10), key)
     other = draw(a, Claim("deployment:smart", Limits(rpm=600), 10), key)
     assert first.wait == near(0.0)
-    assert (other.wait, other.blocking) == (near(1.0), "key:OPENAI_API_KEY rpm")
+    assert (other.wait, other.blocking) == (near(1.0 + M), "key:OPENAI_API_KEY rpm")
 
 
 def a_draw_takes_its_place_in_every_allowance_or_in_none(a: Allowance) -> None:
@@ -110,7 +154,7 @@ def usage_shows_what_is_booked_and_in_flight(a: Allowance) -> None:
     draw(a, claim)
     (use,) = a.usage([claim], T)
     assert (use.name, use.in_flight) == ("deployment:primary", 1)
-    assert (use.requests_ahead, use.tokens_ahead) == (near(1.0), near(6.0))
+    assert (use.requests_ahead, use.tokens_ahead) == (near(1.0 + M), near(6.0 + M))
 
 
 def spent(limit: int | None, remaining: int, reset_s: float | None = None) -> Headroom:
@@ -141,12 +185,12 @@ def what_another_application_used_books_the_bucket_ahead(a: Allowance) -> None:
     # Had the fleet been alone, one call of the burst of two would be left: nothing moves.
     alone = rules.tightening(spent(120, 1), provider.name, grant.claims, ago=0.0)
     a.settle(grant, used=None, now=T, tightening=alone)
-    assert draw(a, provider).wait == near(0.0)
+    assert draw(a, provider).wait == near(M)
     # None is left: another application's call counted too.
     grant = draw(a, provider, most_wait=0.0)
     used = rules.tightening(spent(120, 0), provider.name, grant.claims, ago=0.0)
     a.settle(grant, used=None, now=T, tightening=used)
-    assert draw(a, provider).wait == near(0.5)
+    assert draw(a, provider).wait == near(0.5 + M)
 
 
 def a_limit_the_provider_did_not_state_is_read_against_the_configured_one(
@@ -171,12 +215,13 @@ def the_providers_numbers_never_loosen_a_configured_limit(a: Allowance) -> None:
     # ... and even a stated limit learnt from a spent window leaves the key's 60 in force.
     tightening = rules.tightening(spent(6000, 0, 0.1), provider.name, grant.claims, ago=0.0)
     a.settle(grant, used=None, now=T, tightening=tightening)
-    assert [draw(a, key, provider).wait for _ in range(2)] == [near(1.0), near(2.0)]
+    assert [draw(a, key, provider).wait for _ in range(2)] == [near(1.0 + M), near(2.0 + M)]
 
 
 LIMIT_CASES: list[Callable[[Allowance], None]] = [
     a_rate_a_minute_is_spaced_to_one_second_bursts,
-    a_burst_of_one_seconds_worth_goes_at_once,
+    a_burst_of_one_seconds_worth_less_the_margin_goes_at_once,
+    a_burst_past_the_providers_bucket_meets_no_429,
     a_draw_past_the_most_it_may_wait_is_refused_and_takes_nothing,
     tokens_are_reserved_and_given_back_when_settled,
     a_call_larger_than_the_burst_waits_for_an_empty_bucket,

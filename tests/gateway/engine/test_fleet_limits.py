@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gateway.clock import FixedRandom, VirtualClock
 from gateway.config import Config, Deployment, Limits, Policy
 from gateway.engine import allowances
 from gateway.engine.loop import Engine
+from gateway.limits import rules
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
 from gateway.model import ErrorKind, Outcome, ProviderKind, Reply, Request, Result
@@ -69,9 +72,13 @@ def test_a_call_waits_for_its_place_and_the_table_shows_the_wait() -> None:
     first, second = ask(e), ask(e)
     assert first.answer == second.answer == "fast answers"
     waited = [a for a in second.attempts if a.outcome is Outcome.WAITED]
-    assert [(a.deployment, a.key, round(a.wait_s, 3)) for a in waited] == [("fast", "KEY_A", 1.0)]
+    # a second a call, and the margin a booking keeps for the call's way to the provider
+    after = round(1.0 + rules.MARGIN_S, 3)
+    assert [(a.deployment, a.key, round(a.wait_s, 3)) for a in waited] == [
+        ("fast", "KEY_A", after)
+    ]
     assert "key:KEY_A rpm" in waited[0].detail
-    assert clock.slept == [1.0]
+    assert clock.slept == [pytest.approx(after)]
 
 
 def test_two_deployments_on_one_key_share_its_limit() -> None:
@@ -83,7 +90,7 @@ def test_two_deployments_on_one_key_share_its_limit() -> None:
     allowance.draw([Claim("key:KEY_A", Limits(rpm=60), 1)], now=clock.wall(), most_wait=0, hold=1)
     result = ask(e)
     assert result.answer == "smart answers"
-    assert clock.slept == [1.0]
+    assert clock.slept == [pytest.approx(1.0 + rules.MARGIN_S)]
 
 
 def test_a_wait_past_the_budget_fails_over_at_once() -> None:
@@ -113,7 +120,7 @@ def test_tokens_reserved_are_settled_with_the_reported_usage() -> None:
     ask(e)
     (use,) = allowance.usage([Claim("key:KEY_A", Limits(tpm=6000), 0)], clock.wall())
     # 50 tokens used, not the ~430 reserved (the question, the prompt, max_output_tokens)
-    assert round(use.tokens_ahead, 3) == 0.5
+    assert round(use.tokens_ahead, 3) == round(0.5 + rules.MARGIN_S, 3)
 
 
 def test_retries_past_the_fleets_budget_fail_over_at_once() -> None:
