@@ -58,21 +58,13 @@ class Limits:
     """A shared allowance (`limits:` of a deployment or a key): requests and tokens a
     minute, and calls at once (None: no limit of that kind), drawn from by every process
     that uses it through the state store. `fleet_size`: how many processes share it, so
-    one that cannot reach the shared store keeps to its share alone."""
+    one that cannot reach the shared store keeps to its share alone: each of its limits, and
+    those its provider stated, divided by it."""
 
     rpm: int | None = None
     tpm: int | None = None
     concurrent: int | None = None
     fleet_size: int = 1
-
-    def share(self) -> Limits:
-        """What one process of `fleet_size` may take on its own."""
-        n = self.fleet_size
-
-        def part(value: int | None) -> int | None:
-            return None if value is None else max(1, value // n)
-
-        return Limits(part(self.rpm), part(self.tpm), part(self.concurrent), 1)
 
 
 class KeyStrategy(StrEnum):

@@ -30,7 +30,10 @@ def claims(config: Config, d: Deployment, key: Key | None, tokens: int) -> tuple
             for var, lim in config.key_limits
             if var == key.variable
         ]
-        out.append(Claim(provider(d, key.variable), _STATED_ONLY, tokens))
+        # The provider counts every process on the key: with the shared store out of
+        # reach, each keeps to its share of what it stated, the call's largest fleet.
+        fleet = max((c.limits.fleet_size for c in out), default=1)
+        out.append(Claim(provider(d, key.variable), Limits(fleet_size=fleet), tokens))
     return tuple(out)
 
 

@@ -113,9 +113,14 @@ class LocalAllowance(ABC):
             got.clear()
             ledger = self._with_counted(stored, counted, now)
             # Read when the change is applied: an allowance may have been left alone since.
-            wanted = rules.alone(claims) if self._alone else tuple(claims)
             grant, changed = rules.draw(
-                ledger.buckets, wanted, now=now, most_wait=most_wait, ticket=ticket, hold=hold
+                ledger.buckets,
+                claims,
+                now=now,
+                most_wait=most_wait,
+                ticket=ticket,
+                hold=hold,
+                alone=self._alone,
             )
             got.append(grant)
             tallies = ledger.tallies
@@ -142,7 +147,7 @@ class LocalAllowance(ABC):
 
         def change(stored: Ledger) -> Ledger | None:
             ledger = self._with_counted(stored, counted, now)
-            changed = rules.settle(ledger.buckets, grant, used=used, now=now)
+            changed = rules.settle(ledger.buckets, grant, used=used, now=now, alone=self._alone)
             if tightening is not None:
                 changed |= rules.tighten({**ledger.buckets, **changed}, tightening, now)
             if not changed:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from gateway.config.model import Limits
 from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally, Tightening
@@ -55,19 +56,39 @@ def _lowest(configured: int | None, stated: float) -> float | None:
     return stated if configured is None else min(float(configured), stated)
 
 
-def rates(claim: Claim, bucket: Bucket) -> tuple[float | None, float | None]:
-    """The requests and tokens a minute `claim` is held to: the lower of its configured
-    limit and the provider's stated one (None: neither)."""
-    return (
-        _lowest(claim.limits.rpm, bucket.requests_rate),
-        _lowest(claim.limits.tpm, bucket.tokens_rate),
-    )
+class Held(NamedTuple):
+    """What a claim is held to: requests and tokens a minute, calls at once (None: no
+    limit of that kind)."""
+
+    rpm: float | None
+    tpm: float | None
+    concurrent: int | None
+
+
+def _part(value: float | None, fleet_size: int) -> float | None:
+    # Never none at all: a process on its own may always make one call a minute.
+    return None if value is None else max(1.0, value / fleet_size)
+
+
+def held_to(claim: Claim, bucket: Bucket, *, alone: bool = False) -> Held:
+    """What `claim` is held to: for each rate the lower of its configured limit and the
+    provider's stated one. `alone` (the shared store is out of reach): this process's
+    share of each, the whole divided by `limits.fleet_size`, for the provider's stated
+    limits as for the configured ones: the provider counts every process on the key, so
+    each paces as though its share were all the key had."""
+    lim = claim.limits
+    rpm = _lowest(lim.rpm, bucket.requests_rate)
+    tpm = _lowest(lim.tpm, bucket.tokens_rate)
+    if not alone:
+        return Held(rpm, tpm, lim.concurrent)
+    n = lim.fleet_size
+    concurrent = _part(lim.concurrent, n)
+    return Held(_part(rpm, n), _part(tpm, n), None if concurrent is None else int(concurrent))
 
 
 def limited(claim: Claim, bucket: Bucket) -> bool:
     """Whether anything limits `claim` yet: a configured limit, or one its provider stated."""
-    rpm, tpm = rates(claim, bucket)
-    return rpm is not None or tpm is not None or claim.limits.concurrent is not None
+    return any(v is not None for v in held_to(claim, bucket))
 
 
 def gcra_wait(at: float, per_minute: float, cost: float, now: float) -> float:
@@ -97,16 +118,18 @@ def draw(
     most_wait: float,
     ticket: str,
     hold: float,
+    alone: bool = False,
 ) -> tuple[Grant, dict[str, Bucket]]:
-    """The grant for `claims` together, and the buckets it changes (none when refused).
+    """The grant for `claims` together, and the buckets it changes (none when refused);
+    `alone`: on this process's share of each (`held_to`).
 
     Every allowance is judged before any is taken, so a call either takes its place in all
     of them or in none; the longest wait among them is the call's."""
     wait, blocking, full = 0.0, "", False
     taken: list[Claim] = []
     for claim in claims:
-        b, lim = buckets.get(claim.name, EMPTY_BUCKET), claim.limits
-        rpm, tpm = rates(claim, b)
+        b = buckets.get(claim.name, EMPTY_BUCKET)
+        rpm, tpm, concurrent = held_to(claim, b, alone=alone)
         if not limited(claim, b):
             continue  # nothing limits it (yet): nothing to book, nothing to settle
         taken.append(claim)
@@ -118,9 +141,9 @@ def draw(
                 w = gcra_wait(at, rate, cost, now)
                 if w > wait:
                     wait, blocking = w, f"{claim.name} {what}"
-        if lim.concurrent is not None:
+        if concurrent is not None:
             slots = live(b.held, now)
-            if len(slots) >= lim.concurrent:
+            if len(slots) >= concurrent:
                 freed = max(0.0, min(slots.values()) - now)
                 full, wait = True, max(wait, min(freed, SLOT_POLL_S))
                 blocking = f"{claim.name} concurrent"
@@ -128,14 +151,14 @@ def draw(
         return Grant(False, wait, blocking), {}
     changed: dict[str, Bucket] = {}
     for claim in taken:
-        b, lim = buckets.get(claim.name, EMPTY_BUCKET), claim.limits
-        rpm, tpm = rates(claim, b)
+        b = buckets.get(claim.name, EMPTY_BUCKET)
+        rpm, tpm, concurrent = held_to(claim, b, alone=alone)
         requests_at, tokens_at, held = b.requests_at, b.tokens_at, dict(b.held)
         if rpm is not None:
             requests_at = gcra_take(requests_at, rpm, 1.0, now)
         if tpm is not None:
             tokens_at = gcra_take(tokens_at, tpm, float(claim.tokens), now)
-        if lim.concurrent is not None:
+        if concurrent is not None:
             held = live(held, now)
             held[ticket] = now + wait + hold
         changed[claim.name] = b._replace(requests_at=requests_at, tokens_at=tokens_at, held=held)
@@ -143,17 +166,23 @@ def draw(
 
 
 def settle(
-    buckets: Mapping[str, Bucket], grant: Grant, *, used: int | None, now: float
+    buckets: Mapping[str, Bucket],
+    grant: Grant,
+    *,
+    used: int | None,
+    now: float,
+    alone: bool = False,
 ) -> dict[str, Bucket]:
     """The buckets once a granted call ended: the tokens it reserved but did not use are
-    given back (or what it used beyond them taken), and its slots released. `used`: the
-    provider's reported input plus output (None: not reported, the reservation stands)."""
+    given back (or what it used beyond them taken) at the rate they were taken at, and
+    its slots released. `used`: the provider's reported input plus output (None: not
+    reported, the reservation stands)."""
     changed: dict[str, Bucket] = {}
     for claim in grant.claims:
         b = buckets.get(claim.name)
         if b is None:
             continue
-        tokens_at, tpm = b.tokens_at, rates(claim, b)[1]
+        tokens_at, tpm = b.tokens_at, held_to(claim, b, alone=alone).tpm
         if tpm is not None and used is not None:
             tokens_at -= (claim.tokens - used) * 60.0 / tpm
         held = {t: u for t, u in live(b.held, now).items() if t != grant.ticket}
@@ -240,11 +269,6 @@ def retried(tally: Tally, share: float, now: float) -> Tally | None:
 def ahead(at: float, now: float) -> float:
     """How many seconds of a bucket are booked beyond now."""
     return max(0.0, at - now)
-
-
-def alone(claims: Sequence[Claim]) -> tuple[Claim, ...]:
-    """`claims` on a process's own share of each limit (the shared store is out of reach)."""
-    return tuple(Claim(c.name, c.limits.share(), c.tokens) for c in claims)
 
 
 def limits_of(claims: Sequence[Claim]) -> dict[str, Limits]:

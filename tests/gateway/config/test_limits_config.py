@@ -56,11 +56,6 @@ def test_deployments_and_keys_set_their_limits(tmp_path: Path) -> None:
     assert again.key_limits == config.key_limits and again.deployments[0].limits == fast.limits
 
 
-def test_a_share_is_the_limit_over_the_fleet() -> None:
-    assert Limits(rpm=500, tpm=200000, fleet_size=4).share() == Limits(rpm=125, tpm=50000)
-    assert Limits(rpm=2, fleet_size=10).share() == Limits(rpm=1)  # never none at all
-
-
 def test_the_retry_budget_defaults_to_a_tenth(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "product: A\ndeployments: [{name: l, provider: local}]\n"))
     assert config.policy.retry_budget == 0.1 and config.key_limits == ()

@@ -4,15 +4,22 @@ with an answer or with a 429; and the wait shows in the attempts table."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
+from pathlib import Path
 
 from gateway.clock import VirtualClock
 from gateway.config import Limits
+from gateway.config.location import RedisURL
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
+from gateway.limits.redis import RedisAllowance
 from gateway.model import ErrorKind, Headroom, Outcome, Reply, Window
+from gateway.state.memory import MemoryStore
+from gateway.state.redis import RedisStore
 from tests.gateway.engine.test_fleet_limits import ask, engine, two_on_one_key
 from tests.support.fakes import ScriptedProvider, answer, failure
+from tests.support.redis_server import redis_server
 
 # Another application spent the key's window: nothing left of 60 a minute, whole in 1 s.
 SPENT = Headroom(requests=Window(60, 0, 1.0))
@@ -102,3 +109,32 @@ def test_an_answer_without_headers_books_nothing() -> None:
     ask(engine(replace(config, deployments=config.deployments[:1]), allowance, clock, fast))
     (use,) = allowance.usage([Claim("provider:KEY_A/m", Limits(), 0)], clock.wall())
     assert (use.requests_ahead, use.requests_rate) == (0.0, 0.0)
+
+
+def test_with_redis_stopped_each_process_keeps_to_its_share_of_what_the_provider_states(
+    tmp_path: Path,
+) -> None:
+    # Two machines share the key through Redis, which then stops. The key's limit was set
+    # too high (600 a minute for a fleet of two); the provider states 120, with a call's
+    # room left each time: on its own, each process paces at 60 a minute, its half of the
+    # provider's 120, not at the whole 120 each (which, twice over, the provider refuses).
+    room = Headroom(requests=Window(120, 1, 0.5))
+    config = two_on_one_key(KEY_A=Limits(rpm=600, fleet_size=2))
+    only_fast = replace(config, deployments=config.deployments[:1])
+    with redis_server(tmp_path / "redis") as server:
+        warnings: list[str] = []
+        store = RedisStore(RedisURL.parse(server.url), fallback=MemoryStore, warn=warnings.append)
+        allowance = RedisAllowance(store)
+        clock = VirtualClock()
+        fast = ScriptedProvider("fast", [said("answer", room)], clock=clock)
+        e = engine(only_fast, allowance, clock, fast)  # type: ignore[arg-type]
+        assert ask(e).answer == "answer"  # through Redis
+        assert warnings == []
+        server.stop()
+        sent = []
+        for _ in range(5):
+            assert ask(e).answer == "answer"
+            sent.append(clock.wall())
+    assert len(warnings) == 1 and "own share" in warnings[0]
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(sent)]
+    assert gaps[-2:] == [round(60 / (120 / 2), 3)] * 2  # a second apart: 60 a minute

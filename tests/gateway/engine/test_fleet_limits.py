@@ -74,9 +74,7 @@ def test_a_call_waits_for_its_place_and_the_table_shows_the_wait() -> None:
     waited = [a for a in second.attempts if a.outcome is Outcome.WAITED]
     # a second a call, and the margin a booking keeps for the call's way to the provider
     after = round(1.0 + rules.MARGIN_S, 3)
-    assert [(a.deployment, a.key, round(a.wait_s, 3)) for a in waited] == [
-        ("fast", "KEY_A", after)
-    ]
+    assert [(a.deployment, a.key, round(a.wait_s, 3)) for a in waited] == [("fast", "KEY_A", after)]
     assert "key:KEY_A rpm" in waited[0].detail
     assert clock.slept == [pytest.approx(after)]
 

@@ -17,7 +17,7 @@ from gateway.config.model import Limits
 from gateway.limits import rules
 from gateway.limits.file import FileAllowance
 from gateway.limits.memory import MemoryAllowance
-from gateway.limits.records import Claim
+from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim
 from gateway.limits.redis import RedisAllowance
 from gateway.model import Headroom, Window
 from gateway.seams import Allowance
@@ -59,11 +59,22 @@ def test_the_rules_hold_in_redis(server: RedisServer, case: Case) -> None:
     case(redis_allowance(server.url, pytest.fail))
 
 
+def test_a_share_is_each_limit_over_the_fleet_configured_or_stated() -> None:
+    claim = Claim("key:K", Limits(rpm=500, tpm=200000, concurrent=6, fleet_size=4), 10)
+    assert rules.held_to(claim, EMPTY_BUCKET, alone=True) == (125, 50000, 1)
+    assert rules.held_to(claim, EMPTY_BUCKET) == (500, 200000, 6)  # the fleet's, with Redis
+    stated = Bucket(requests_rate=120.0, tokens_rate=40_000.0)  # below the configured
+    assert rules.held_to(claim, stated, alone=True) == (30, 10_000, 1)
+    few = Claim("key:K", Limits(rpm=2, fleet_size=10), 10)
+    assert rules.held_to(few, EMPTY_BUCKET, alone=True).rpm == 1  # never none at all
+
+
 def test_a_file_allowance_is_one_ledger_for_every_instance(tmp_path: Path) -> None:
     path = tmp_path / "limits.json"
     claim = Claim("key:K", Limits(rpm=60), 10)
     draws = [FileAllowance(path).draw([claim], now=T, most_wait=30, hold=20) for _ in range(3)]
-    assert [g.wait for g in draws] == [near(0.0), near(1.0 + rules.MARGIN_S), near(2.0 + rules.MARGIN_S)]
+    margin = rules.MARGIN_S
+    assert [g.wait for g in draws] == [near(0.0), near(1.0 + margin), near(2.0 + margin)]
 
 
 def test_a_first_call_nothing_limits_yet_leaves_the_file_alone(tmp_path: Path) -> None:
@@ -170,7 +181,7 @@ _DRAWER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from gateway.config.model import Limits
-    from gateway.limits.records import Claim
+    from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim
     where, n = sys.argv[1], int(sys.argv[2])
     if where.startswith("redis://"):
         from gateway.config.location import RedisURL
