@@ -95,6 +95,7 @@ class Provider:
         self.lock = threading.Lock()
         self.buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
         self.accepted = self.limited = self.failed = 0
+        self.limited_at: list[float] = []  # each 429, seconds after the first request
         self.first = self.last = 0.0
         provider = self
 
@@ -142,6 +143,7 @@ class Provider:
             }
             if not ok:
                 self.limited += 1
+                self.limited_at.append(now - self.first)
                 return 429, _LIMITED, headers
             self.accepted += 1
             return 200, _COMPLETION, headers
@@ -292,6 +294,7 @@ def _run(
 def _quota_rows(ctx: Context, old: Candidate, redis: str, procs: int, secs: float) -> list[Row]:
     new = (Candidate("limits set", ROOT, limits=True), Candidate("headers only", ROOT))
     figures: dict[str, tuple[float, float, int]] = {}
+    when: dict[str, str] = {}
     for candidate in (*new, old):
         provider, _ = _run(ctx, candidate, redis, procs, secs, failing=False)
         window = max(provider.last - provider.first, 1e-9)
@@ -301,6 +304,10 @@ def _quota_rows(ctx: Context, old: Candidate, redis: str, procs: int, secs: floa
             provider.accepted / quota,
             provider.requests,
         )
+        # When the 429s came: a cold start's burst, or all along.
+        shown = ", ".join(f"{t:.2f}" for t in provider.limited_at[:6])
+        more = "..." if len(provider.limited_at) > 6 else ""
+        when[candidate.name] = f"; 429s at {shown}{more} s" if shown else ""
     base = figures[old.name]
     note = (
         f"{procs} processes in 2 homes, one Redis, {secs:.0f} s; "
@@ -318,7 +325,7 @@ def _quota_rows(ctx: Context, old: Candidate, redis: str, procs: int, secs: floa
                 base_value=base[0],
                 base_name=old.name,
                 target=TARGET_429,
-                note=f"{note}; {mine[2]} vs {base[2]} requests",
+                note=f"{note}; {mine[2]} vs {base[2]} requests{when[candidate.name]}",
             ),
             Row(
                 GROUP,

@@ -5,6 +5,7 @@ case is about waits relative to the draw and holds on either clock (within `NEAR
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -41,9 +42,13 @@ def a_rate_a_minute_is_spaced_to_one_second_bursts(a: Allowance) -> None:
 
 
 def a_burst_of_one_seconds_worth_less_the_margin_goes_at_once(a: Allowance) -> None:
-    waits = [draw(a, rpm(600)).wait for _ in range(11)]
-    assert waits[:9] == [near(0.0)] * 9
-    assert waits[9:] == [near(M), near(M + 0.1)]  # then one a tenth of a second
+    waits = [draw(a, rpm(600)).wait for _ in range(12)]  # ten a second
+    at_once = math.floor((rules.BURST_S - M) * 10 + 1e-9)
+    assert waits[:at_once] == [near(0.0)] * at_once
+    assert waits[at_once] > 0
+    # then one a tenth of a second: the twelfth's place is 1.2 s of the rate on, from the
+    # margin, less the burst that went at once
+    assert waits[-1] == near(M + 1.2 - rules.BURST_S)
 
 
 class ProviderBucket:
