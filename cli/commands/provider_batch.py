@@ -6,9 +6,12 @@ language, its own passages within the budget, fitted to the deployment's window;
 question the help centre does not cover is handed off and never sent), the job is sent,
 and what was sent (the batch's id, the deployment, each question's id, line and custom
 id, the input's path; never a question's text or a key) is kept where the state is, so
-any machine sharing that state can collect it. stdout gets the id; exit 0.
+any machine sharing that state can collect it. stdout gets the id; exit 0. A backlog
+past what one of the provider's batches holds (its adapter's `caps`) goes as several,
+kept as one job under one id (`gateway.providers.batchapi.parts`).
 
-Collecting: the job is looked at every `--poll-every` seconds (0: once) until it is over;
+Collecting: the job (each of its batches) is looked at every `--poll-every` seconds (0:
+once) until it is over;
 then the input is read again, each question prepared again (the same request, and the
 masking its answer is unmasked with, which is never kept), and one record written per
 line, as `batch` writes it, with `answered_via` (`gateway.batch.jobs.AnsweredVia`). A
@@ -18,6 +21,8 @@ again through the ordinary engine (retries, fallback), unless `--no-fallback`.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,41 +84,76 @@ def submit(opts: BatchOptions, session: Session) -> int:
             ExitCode.NOINPUT,
             fix=f"support-ask batch {opts.source} (without --provider-batch) writes their records",
         )
+    from gateway.providers.batchapi.parts import split
+
+    parts, too_large = split(entries, api.caps, api.size)
+    unsent += len(too_large)  # past the provider's cap alone: asked through the engine
+    part_of = {e.custom_id: n for n, part in enumerate(parts) for e in part}
+    given = session.opts
+
+    def record(batch_id: str, sent: list[str]) -> KeptJob:
+        return KeptJob(
+            batch_id,
+            deployment.provider,
+            deployment.name,
+            source,
+            time.time(),
+            tuple(
+                dataclasses.replace(i, part=part_of[i.custom_id])
+                for i in items
+                if part_of.get(i.custom_id, len(sent)) < len(sent)
+            ),
+            articles=tuple(str(path.resolve()) for path in session.articles),
+            max_article_tokens=given.max_article_tokens,
+            product=given.product,
+            language=given.language,
+            parts=tuple(sent) if len(parts) > 1 else (),
+        )
+
+    # Several batches are one job under an id of its own, kept as each is sent: one that
+    # fails to go leaves those before it collectable (what it held is asked again).
+    job_id = f"support-ask-{os.urandom(6).hex()}" if len(parts) > 1 else ""
+    name = f"support-ask-{int(time.time())}"
+    sent: list[str] = []
     try:
-        snap = api.submit(entries, name=f"support-ask-{int(time.time())}")
+        for n, part in enumerate(parts):
+            snap = api.submit(part, name=name if len(parts) == 1 else f"{name}-{n + 1}")
+            sent.append(snap.id)
+            _keep(jobs, record(job_id or snap.id, sent))
     except _provider_error() as exc:
-        raise _failed(exc, deployment, "sending the job") from None
+        doing = "sending the job"
+        if sent:
+            doing = (
+                f"sending batch {len(sent) + 1} of {len(parts)} (the {len(sent)} sent are kept "
+                f"as job {job_id}: `batch --status {job_id}` collects them and asks the rest "
+                "through the engine)"
+            )
+        raise _failed(exc, deployment, doing) from None
     finally:
         api.close()
-    given = session.opts
-    job = KeptJob(
-        snap.id,
-        deployment.provider,
-        deployment.name,
-        source,
-        time.time(),
-        tuple(items),
-        articles=tuple(str(path.resolve()) for path in session.articles),
-        max_article_tokens=given.max_article_tokens,
-        product=given.product,
-        language=given.language,
+    job_id = job_id or sent[0]
+    print(job_id, flush=True)
+    split_into = f" in {len(parts)} batches ({', '.join(sent)})" if len(parts) > 1 else ""
+    session.diag.notice(
+        f"sent {len(part_of)} questions to {deployment.name}'s Batch API as "
+        f"{'job' if split_into else 'batch'} {job_id}{split_into}"
+        + (f" ({unsent} not sent: handed off or too large)" if unsent else "")
+        + f"; collect with: support-ask batch --status {job_id} --out answers.jsonl"
     )
+    return ExitCode.OK
+
+
+def _keep(jobs: JobStore, job: KeptJob) -> None:
     try:
         jobs.put(job)
     except OSError as exc:
         raise CliError(
-            f"batch {snap.id} was sent, but keeping what was sent failed: {exc.strerror or exc}",
+            f"batch {job.batches[-1]} was sent, but keeping what was sent failed: "
+            f"{exc.strerror or exc}",
             ExitCode.IO_ERROR,
             fix="free some space or fix the state folder's permissions, then send it again "
             "(and cancel that batch at the provider)",
         ) from None
-    print(snap.id, flush=True)
-    session.diag.notice(
-        f"sent {len(entries)} questions to {deployment.name}'s Batch API as batch {snap.id}"
-        + (f" ({unsent} not sent: handed off or too large)" if unsent else "")
-        + f"; collect with: support-ask batch --status {snap.id} --out answers.jsonl"
-    )
-    return ExitCode.OK
 
 
 def sent_with(opts: BatchOptions, diag: Diag) -> AskOptions:
@@ -179,13 +219,13 @@ def collect(opts: BatchOptions, session: Session, batch_id: str) -> int:
         )
     api = _api(session, deployment)
     try:
-        snap = _poll(api, job, opts, session)
-        if snap is None:
+        snaps = _poll(api, job, opts, session)
+        if snaps is None:
             return ExitCode.TEMPFAIL
         results: dict[str, ItemResult] = {}
-        if snap.state is not BatchState.FAILED:  # a refused job has no results: each is rescued
-            sent = [item.custom_id for item in job.items]
-            results = {r.custom_id: r for r in api.results(snap, sent)}
+        for part, snap in enumerate(snaps):
+            if snap.state is not BatchState.FAILED:  # a refused one has no results: rescued
+                results |= {r.custom_id: r for r in api.results(snap, job.sent_in(part))}
     except _provider_error() as exc:
         raise _failed(exc, deployment, f"looking at batch {batch_id}") from None
     finally:
@@ -196,23 +236,33 @@ def collect(opts: BatchOptions, session: Session, batch_id: str) -> int:
 # -- collecting ---------------------------------------------------------------------------
 
 
-def _poll(api: BatchApi, job: KeptJob, opts: BatchOptions, session: Session) -> Snapshot | None:
-    """The job once it is over; None when it still runs and we stop looking (said why)."""
+def _poll(
+    api: BatchApi, job: KeptJob, opts: BatchOptions, session: Session
+) -> list[Snapshot] | None:
+    """Each of the job's batches once all are over, in order; None when one still runs
+    and we stop looking (said why). One that is over is not looked at again."""
     from cli.terminal.job_view import JobView, job_line
+    from gateway.providers.batchapi.parts import combined
 
+    last: dict[int, Snapshot] = {}
     with JobView(session.diag) as view:
         while True:
-            snap = api.look(job.batch_id)
-            view.show(snap)
+            for part, batch_id in enumerate(job.batches):
+                if part not in last or not last[part].state.over:
+                    last[part] = api.look(batch_id)
+            snaps = [last[part] for part in range(len(job.batches))]
+            snap = combined(job.batch_id, snaps)
+            view.show(snap)  # the bar sums the batches' counts
             if snap.state.over:
                 break
             if opts.poll_every <= 0:
                 session.diag.notice(job_line(snap) + "; still running: look again later (exit 75)")
                 return None
             session.clock.sleep(opts.poll_every)
-    if snap.detail:
-        session.diag.warn(f"batch {snap.id} {snap.status}: {snap.detail}")
-    return snap
+    for each in snaps:
+        if each.detail:
+            session.diag.warn(f"batch {each.id} {each.status}: {each.detail}")
+    return snaps
 
 
 def _write(
@@ -254,7 +304,8 @@ def _write(
             prepared = asker.prepare(item)
             kept = sent.get(item.line)
             got = results.get(kept.custom_id) if kept is not None and kept.id == item.id else None
-            via, shown = _answer(asker, prepared, deployment, job, got, opts.no_fallback)
+            batch_id = job.batches[kept.part] if kept is not None else job.batch_id
+            via, shown = _answer(asker, prepared, deployment, batch_id, got, opts.no_fallback)
             counts[via] += 1
             record = {"id": item.id, "line": item.line, **records.result(item, shown)}
             writer.write({**record, "answered_via": str(via)})
@@ -273,7 +324,7 @@ def _answer(
     asker: Asker,
     prepared: Prepared,
     deployment: Deployment,
-    job: KeptJob,
+    batch_id: str,
     item: ItemResult | None,
     no_fallback: bool,
 ) -> tuple[AnsweredVia, Result]:
@@ -283,11 +334,11 @@ def _answer(
         return AnsweredVia.NOT_ASKED, asker.finish(prepared, prepared.handed, settle=False)
     request = _request_for(prepared, deployment)
     if item is not None and request is not None:
-        result = batch_result(item, request, deployment, batch_id=job.batch_id)
+        result = batch_result(item, request, deployment, batch_id=batch_id)
         if result is not None:
             return AnsweredVia.BATCH, asker.finish(prepared, result)
     if no_fallback:
-        failed = failed_result(item, request or prepared.request, deployment, batch_id=job.batch_id)
+        failed = failed_result(item, request or prepared.request, deployment, batch_id=batch_id)
         return AnsweredVia.BATCH, asker.finish(prepared, failed, settle=False)
     return AnsweredVia.ENGINE, asker.ask_prepared(prepared)
 

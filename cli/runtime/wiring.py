@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gateway.knowledge.query import Query
     from gateway.knowledge.store import RefreshProgress
     from gateway.model import Turn
-    from gateway.providers.batchapi import BatchApi
+    from gateway.providers.batchapi import BatchApi, Caps
     from gateway.seams import Allowance, Clock, Provider, RandomSource, Sleeper, StateStore
     from gateway.secrets.key import Secret
     from gateway.secrets.redactor import Redactor
@@ -100,16 +100,18 @@ def build_batch_api(
     environ: Mapping[str, str],
     *,
     transport: httpx.BaseTransport | None = None,
+    caps: Caps | None = None,
 ) -> BatchApi:
     """The Batch API of `deployment`'s provider, with its first key (a deployment whose
-    provider has none: exit 2, naming the fix); `transport` replaces the network."""
+    provider has none: exit 2, naming the fix); `transport` replaces the network, `caps`
+    the provider's own on what one batch holds."""
     from gateway.providers.batchapi import NoBatchApi, batch_api
     from gateway.secrets.key import read_key
 
     variables = deployment.key_variables
     key = read_key(environ, variables[0]) if variables else None
     try:
-        return batch_api(deployment, key, transport=transport)
+        return batch_api(deployment, key, transport=transport, caps=caps)
     except NoBatchApi as exc:
         raise CliError(str(exc), ExitCode.USAGE, fix=exc.fix) from None
 

@@ -15,6 +15,8 @@ import httpx
 import pytest
 
 from cli.runtime import wiring
+from gateway.providers.batchapi import Caps
+from gateway.providers.batchapi.parts import ENVELOPE_BYTES
 from gateway.simulate.batch import (
     AnthropicBatchServer,
     BatchPlan,
@@ -110,7 +112,15 @@ PROVIDERS = {
 }
 
 
-def setup(tmp: Path, monkeypatch: pytest.MonkeyPatch, server: BatchServer, provider: str) -> Fakes:
+def setup(
+    tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    server: BatchServer,
+    provider: str,
+    caps: Caps | None = None,
+) -> Fakes:
+    """A home asking through `server`; `caps`: what one batch holds, for the adapter as
+    for the server, in place of the provider's own (a few questions past them)."""
     fakes = Fakes(server)
     built = wiring.build_engine
     batch_api = wiring.build_batch_api
@@ -119,7 +129,7 @@ def setup(tmp: Path, monkeypatch: pytest.MonkeyPatch, server: BatchServer, provi
         return built(config, **{**kwargs, "transport": httpx.MockTransport(fakes.chat)})
 
     def build_batch_api(deployment: Any, environ: Any) -> Any:
-        return batch_api(deployment, environ, transport=server)
+        return batch_api(deployment, environ, transport=server, caps=caps)
 
     monkeypatch.setattr(wiring, "build_engine", build_engine)
     monkeypatch.setattr(wiring, "build_batch_api", build_batch_api)
@@ -152,12 +162,12 @@ def provider(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def servers(provider: str, plan: BatchPlan) -> BatchServer:
+def servers(provider: str, plan: BatchPlan, caps: Caps | None = None) -> BatchServer:
     if provider == "anthropic":
-        return AnthropicBatchServer(plan, key=KEY)
+        return AnthropicBatchServer(plan, key=KEY, caps=caps)
     if provider == "gemini":
-        return GeminiBatchServer(plan, key=KEY)
-    return OpenAIBatchServer(plan, key=KEY, azure=provider == "azure")
+        return GeminiBatchServer(plan, key=KEY, caps=caps)
+    return OpenAIBatchServer(plan, key=KEY, azure=provider == "azure", caps=caps)
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -370,3 +380,108 @@ def test_collecting_prepares_the_questions_with_the_options_they_were_sent_with(
     assert out["A1"]["answered_via"] == "batch"
     assert [a["path"] for a in out["A1"]["articles"]] == [str(tmp_path / "kb" / "reset.md")]
     assert out["A1"]["citations"][0]["path"].endswith("reset.md")
+
+
+def lines_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_a_backlog_past_a_batchs_cap_goes_as_several_collected_as_one_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    caps = Caps(requests=2)  # three questions need a model: two batches
+    server = servers(provider, BatchPlan(looks=2), caps)
+    fakes = setup(tmp_path, monkeypatch, server, provider, caps)
+    job_id = send(tmp_path)
+    assert job_id not in fakes.server.jobs  # one id for the job, not one batch's
+    sent = [[cid for cid, _ in job.requests] for job in fakes.server.jobs.values()]
+    assert sent == [["line-1", "line-2"], ["line-3"]]  # in input order, each batch in its cap
+
+    waiting = run(["batch", "--status", job_id, *ARTICLES, "--poll-every", "0"])
+    assert waiting.exit_code == 75, waiting.output
+    assert "0/3 done" in waiting.stderr  # the progress sums the batches' counts
+    got = collect(job_id, "-o", "out.jsonl")
+    assert got.exit_code == 5, got.output
+    assert "3/3 done" in got.stderr
+    out = lines_of(tmp_path / "out.jsonl")
+    assert [r["id"] for r in out] == ["A1", "A2", "A3", "A4"]  # input order, once each
+    assert [r["answered_via"] for r in out] == ["batch", "batch", "batch", "not_asked"]
+    batches = list(fakes.server.jobs)
+    assert [r["attempts"][0]["detail"] for r in out[:3]] == [
+        f"batch {batches[0]}",
+        f"batch {batches[0]}",
+        f"batch {batches[1]}",
+    ]
+    assert fakes.chats == []
+
+
+def test_the_bytes_of_a_batchs_file_split_it_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for home in ("one", "split"):
+        (tmp_path / home).mkdir()
+    whole = servers("openai", BatchPlan())
+    setup(tmp_path / "one", monkeypatch, whole, "openai")
+    send(tmp_path / "one")
+    (job,) = whole.jobs.values()
+    lines = whole.files[str(job.extra["input_file_id"])].splitlines(keepends=True)
+    # Room for the largest request and half another: one request a batch.
+    caps = Caps(bytes=ENVELOPE_BYTES + max(map(len, lines)) * 3 // 2)
+    monkeypatch.undo()  # a second home, wired afresh
+    server = servers("openai", BatchPlan(), caps)
+    fakes = setup(tmp_path / "split", monkeypatch, server, "openai", caps)
+    job_id = send(tmp_path / "split")
+    assert [len(j.requests) for j in fakes.server.jobs.values()] == [1, 1, 1]
+    out = records(collect(job_id).stdout)
+    assert [out[q]["answered_via"] for q in ("A1", "A2", "A3")] == ["batch"] * 3
+
+
+def test_a_job_of_several_batches_is_resumed_and_what_one_failed_is_rescued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caps = Caps(requests=2)
+    plan = BatchPlan(errored=frozenset({0}))  # the first request of each batch fails
+    fakes = setup(tmp_path, monkeypatch, servers("openai", plan, caps), "openai", caps)
+    send(tmp_path)
+    got = run(["batch", "in.jsonl", "--provider-batch", "--resume", *ARTICLES, "-o", "out.jsonl"])
+    assert got.exit_code == 5, got.output
+    out = lines_of(tmp_path / "out.jsonl")
+    assert [r["id"] for r in out] == ["A1", "A2", "A3", "A4"]
+    assert [r["answered_via"] for r in out] == ["engine", "batch", "engine", "not_asked"]
+    assert len(fakes.chats) == 2
+
+
+class SecondBatchFails(httpx.BaseTransport):
+    """The server, but the second batch it is asked to create fails (a 500)."""
+
+    def __init__(self, server: BatchServer) -> None:
+        self.server, self.created = server, 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/batches"):
+            self.created += 1
+            if self.created == 2:
+                error = {"message": "The server had an error", "type": "server_error"}
+                return httpx.Response(500, json={"error": error})
+        return self.server.handle_request(request)
+
+
+def test_a_batch_that_fails_to_go_leaves_those_sent_collectable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = wiring.build_batch_api
+    caps = Caps(requests=2)
+    fakes = setup(tmp_path, monkeypatch, servers("openai", BatchPlan(), caps), "openai", caps)
+    failing = SecondBatchFails(fakes.server)
+    monkeypatch.setattr(
+        wiring, "build_batch_api", lambda d, env: real(d, env, transport=failing, caps=caps)
+    )
+    sent = run(["batch", "in.jsonl", "--provider-batch", *ARTICLES])
+    assert sent.exit_code == 75, sent.output
+    assert "sending batch 2 of 2 (the 1 sent are kept as job support-ask-" in sent.stderr
+    job_id = sent.stderr.partition("kept as job ")[2].partition(":")[0]
+    got = collect(job_id, "-o", "out.jsonl")
+    assert got.exit_code == 5, got.output
+    out = lines_of(tmp_path / "out.jsonl")
+    assert [r["answered_via"] for r in out] == ["batch", "batch", "engine", "not_asked"]
+    assert len(fakes.chats) == 1

@@ -10,22 +10,27 @@ from dataclasses import dataclass
 from gateway.batch.source import ItemId
 from gateway.model import ProviderKind
 
-VERSION = 1
+VERSION = 2
+_READS = (1, 2)  # a job kept by the version before the parts is one part
 
 
 @dataclass(frozen=True)
 class JobItem:
-    """One question sent: its id and line in the input, the custom id the provider echoes."""
+    """One question sent: its id and line in the input, the custom id the provider echoes,
+    and which of the job's parts (provider batches) it went in."""
 
     custom_id: str
     id: ItemId
     line: int
+    part: int = 0
 
 
 @dataclass(frozen=True)
 class KeptJob:
-    """`batch_id` at `provider` through `deployment`, sent from `input` (an absolute path)
-    at `submitted_at` (epoch seconds); `items` in the order sent. `articles` (absolute
+    """The job `batch_id` at `provider` through `deployment`, sent from `input` (an
+    absolute path) at `submitted_at` (epoch seconds); `items` in the order sent. `parts`:
+    the provider's batch ids, in order, when a backlog past one batch's caps went as
+    several (empty: one, `batch_id` itself, the provider's). `articles` (absolute
     paths), `max_article_tokens`, `product` and `language`: the options the questions
     were prepared with, so that collecting prepares them the same way."""
 
@@ -39,6 +44,16 @@ class KeptJob:
     max_article_tokens: str | None = None
     product: str | None = None
     language: str | None = None
+    parts: tuple[str, ...] = ()
+
+    @property
+    def batches(self) -> tuple[str, ...]:
+        """The provider's batch ids of this job, in order."""
+        return self.parts or (self.batch_id,)
+
+    def sent_in(self, part: int) -> list[str]:
+        """The custom ids sent in the `part`-th batch, in the order sent."""
+        return [i.custom_id for i in self.items if i.part == part]
 
     def by_custom_id(self) -> dict[str, JobItem]:
         return {item.custom_id: item for item in self.items}
@@ -51,7 +66,8 @@ class KeptJob:
             "deployment": self.deployment,
             "input": self.input,
             "submitted_at": self.submitted_at,
-            "items": [[i.custom_id, i.id, i.line] for i in self.items],
+            "items": [[i.custom_id, i.id, i.line, i.part] for i in self.items],
+            "parts": list(self.parts),
             "sent_with": {
                 "articles": list(self.articles),
                 "max_article_tokens": self.max_article_tokens,
@@ -65,11 +81,11 @@ class KeptJob:
     def from_json(raw: bytes | str) -> KeptJob:
         """Raises ValueError (or KeyError, TypeError) for anything that is not a kept job."""
         data = json.loads(raw)
-        if data.get("version") != VERSION:
+        if data.get("version") not in _READS:
             raise ValueError(f"kept by another version of support-ask ({data.get('version')!r})")
         items = tuple(
-            JobItem(str(custom_id), item_id, int(line))
-            for custom_id, item_id, line in data["items"]
+            JobItem(str(custom_id), item_id, int(line), int(part[0]) if part else 0)
+            for custom_id, item_id, line, *part in data["items"]
         )
         options = data.get("sent_with") or {}
         return KeptJob(
@@ -83,4 +99,5 @@ class KeptJob:
             input=str(data["input"]),
             submitted_at=float(data["submitted_at"]),
             items=items,
+            parts=tuple(str(b) for b in data.get("parts") or ()),
         )

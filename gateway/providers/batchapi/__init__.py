@@ -9,7 +9,8 @@ provider's chat adapter uses, and reads a result with the same parser, so a batc
 answer means what an ordinary answer means.
 
 `batch_api` builds the one a deployment needs; a deployment whose provider has none
-(`local`) is a `NoBatchApi`, whose message names the fix.
+(`local`) is a `NoBatchApi`, whose message names the fix. Each adapter says what one job
+may hold (its `CAPS`), and `parts` splits a bigger backlog into as many jobs as needed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gateway.model import ProviderKind
 from gateway.providers.batchapi.records import (
     BatchApi,
     BatchState,
+    Caps,
     Counts,
     Entry,
     ItemKind,
@@ -38,7 +40,8 @@ if TYPE_CHECKING:
     from gateway.seams import Clock
     from gateway.secrets.key import Secret
 
-# "module:class" per protocol; every class takes (deployment, key, *, transport, clock).
+# "module:class" per protocol; every class takes (deployment, key, *, transport, clock,
+# caps), `caps` in place of its provider's own (`CAPS`) when given.
 BATCH_ADAPTERS: Mapping[ProviderKind, str] = MappingProxyType(
     {
         ProviderKind.OPENAI: "gateway.providers.batchapi.openai:OpenAIBatches",
@@ -55,8 +58,10 @@ def batch_api(
     *,
     transport: httpx.BaseTransport | None = None,
     clock: Clock | None = None,
+    caps: Caps | None = None,
 ) -> BatchApi:
-    """The Batch API of `deployment`'s provider; NoBatchApi when it has none."""
+    """The Batch API of `deployment`'s provider; NoBatchApi when it has none. `caps`: what
+    one job may hold, in place of the provider's own (a test's small backlog)."""
     where = BATCH_ADAPTERS.get(deployment.provider)
     if where is None:
         raise NoBatchApi(
@@ -66,7 +71,7 @@ def batch_api(
         )
     module, _, name = where.partition(":")
     api: BatchApi = getattr(importlib.import_module(module), name)(
-        deployment, key, transport=transport, clock=clock
+        deployment, key, transport=transport, clock=clock, caps=caps
     )
     return api
 
@@ -75,6 +80,7 @@ __all__ = [
     "BATCH_ADAPTERS",
     "BatchApi",
     "BatchState",
+    "Caps",
     "Counts",
     "Entry",
     "ItemKind",

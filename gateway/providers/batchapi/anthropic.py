@@ -9,7 +9,8 @@ exactly the Messages body the chat adapter sends (without `stream`); `GET
 "message"} | {"type": "errored", "error": {"type": "error", "error": {"type",
 "message"}}} | {"type": "canceled"} | {"type": "expired"}}`, in no particular order.
 The results are fetched only from the API's own origin: a `results_url` elsewhere would
-be sent the key.
+be sent the key. A batch holds at most 100,000 requests in a body of at most 256 MB
+(Anthropic's batch processing guide).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gateway.model import ProviderError
 from gateway.providers.anthropic import ANTHROPIC_VERSION, base_url, message_body, parse_message
 from gateway.providers.batchapi.records import (
     BatchState,
+    Caps,
     Counts,
     Entry,
     ItemKind,
@@ -47,6 +49,8 @@ _KINDS = {
 
 
 class AnthropicBatches:
+    CAPS = Caps(requests=100_000, bytes=256 * 1024 * 1024)
+
     def __init__(
         self,
         deployment: Deployment,
@@ -54,7 +58,9 @@ class AnthropicBatches:
         *,
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
+        caps: Caps | None = None,
     ) -> None:
+        self.caps = caps if caps is not None else self.CAPS
         self._deployment = deployment
         self._base = base_url(deployment)
         headers = {"anthropic-version": ANTHROPIC_VERSION}
@@ -66,12 +72,19 @@ class AnthropicBatches:
         tail = f"/{quote(batch_id, safe='')}" if batch_id else ""
         return f"{self._base}/v1/messages/batches{tail}"
 
+    def _request(self, e: Entry) -> dict[str, object]:
+        return {
+            "custom_id": e.custom_id,
+            "params": message_body(e.request, model=self._deployment.model),
+        }
+
+    def size(self, entry: Entry) -> int:
+        from gateway.providers.jsonshape import encode
+
+        return len(encode(self._request(entry))) + 1  # and the comma after it
+
     def submit(self, entries: Sequence[Entry], *, name: str) -> Snapshot:
-        model = self._deployment.model
-        requests = [
-            {"custom_id": e.custom_id, "params": message_body(e.request, model=model)}
-            for e in entries
-        ]
+        requests = [self._request(e) for e in entries]
         return self._snapshot(self._http.post_json(self._url(), {"requests": requests}))
 
     def look(self, batch_id: str) -> Snapshot:

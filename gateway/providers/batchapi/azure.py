@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from gateway.providers.azure import DEFAULT_API_VERSION
 from gateway.providers.batchapi.openai import OpenAIBatches
+from gateway.providers.batchapi.records import Caps
 from gateway.providers.openai import OPENAI, chat_body
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 class AzureBatches(OpenAIBatches):
     endpoint = "/chat/completions"
+    CAPS = Caps(requests=100_000, bytes=200 * 1024 * 1024)
 
     def _auth(self, key: Secret | None) -> dict[str, str]:
         return {} if key is None else {"api-key": key.reveal()}

@@ -20,7 +20,8 @@ Lines of `{"key", "request"}`, uploaded with the Files API's resumable protocol
 (`POST /upload/{version}/files` with `X-Goog-Upload-Protocol: resumable` and
 `-Command: start` gives an `x-goog-upload-url`, which takes the bytes with
 `-Command: upload, finalize` and answers the file's `name`), and named in
-`input_config.file_name`; its results then come as a `responsesFile`.
+`input_config.file_name`; its results then come as a `responsesFile`. The API names no
+cap on a job's requests; a file holds at most 2 GB (the Files API's own limit).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from urllib.parse import quote
 from gateway.model import ProviderError
 from gateway.providers.batchapi.records import (
     BatchState,
+    Caps,
     Counts,
     Entry,
     ItemKind,
@@ -76,6 +78,8 @@ def _count(value: object) -> int:
 
 
 class GeminiBatches:
+    CAPS = Caps(requests=None, bytes=2 * 1024 * 1024 * 1024)
+
     def __init__(
         self,
         deployment: Deployment,
@@ -83,15 +87,23 @@ class GeminiBatches:
         *,
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
+        caps: Caps | None = None,
     ) -> None:
+        self.caps = caps if caps is not None else self.CAPS
         self._root = api_root(deployment.base_url)
         self._model = quote((deployment.model or "").removeprefix("models/"), safe="")
         headers = {} if key is None else {"x-goog-api-key": key.reveal()}
         self._http = BatchHttp(headers, transport=transport, clock=clock)
         self._last: dict[str, object] = {}  # the operation last seen, for its inline results
 
+    def _line(self, e: Entry) -> bytes:
+        return encode({"key": e.custom_id, "request": generate_body(e.request)})
+
+    def size(self, entry: Entry) -> int:
+        return len(self._line(entry)) + 1  # a line of the file, with its newline
+
     def submit(self, entries: Sequence[Entry], *, name: str) -> Snapshot:
-        lines = [encode({"key": e.custom_id, "request": generate_body(e.request)}) for e in entries]
+        lines = [self._line(e) for e in entries]
         config: dict[str, object]
         if sum(len(line) for line in lines) > INLINE_LIMIT:
             config = {"file_name": self._upload(b"".join(line + b"\n" for line in lines), name)}

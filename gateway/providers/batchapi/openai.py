@@ -11,6 +11,9 @@ When it is over, `output_file_id` holds the answered lines and `error_file_id` t
 each `{"custom_id", "response": {"status_code", "body"} | null, "error": {"code",
 "message"} | null}`, read from `GET /files/{id}/content`; a request the window or a
 cancellation left unrun carries the code `batch_expired` or `batch_cancelled`.
+
+A job holds at most 50,000 requests in a file of at most 200 MB (OpenAI's Batch guide);
+Azure's global batch takes 100,000 in the same 200 MB (Azure OpenAI's batch how-to).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING
 from gateway.model import ProviderError, Request
 from gateway.providers.batchapi.records import (
     BatchState,
+    Caps,
     Counts,
     Entry,
     ItemKind,
@@ -55,6 +59,7 @@ _UNRUN = {"batch_expired": ItemKind.EXPIRED, "batch_cancelled": ItemKind.CANCELE
 
 class OpenAIBatches:
     endpoint = CHAT  # what `endpoint` and each line's `url` name
+    CAPS = Caps(requests=50_000, bytes=200 * 1024 * 1024)
 
     def __init__(
         self,
@@ -63,7 +68,9 @@ class OpenAIBatches:
         *,
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
+        caps: Caps | None = None,
     ) -> None:
+        self.caps = caps if caps is not None else self.CAPS
         self._deployment = deployment
         self._http = BatchHttp(self._auth(key), transport=transport, clock=clock)
 
@@ -83,19 +90,15 @@ class OpenAIBatches:
 
     # -- the job --------------------------------------------------------------------------
 
+    def _line(self, e: Entry) -> bytes:
+        line = {"custom_id": e.custom_id, "method": "POST", "url": self.endpoint}
+        return encode({**line, "body": self._body(e.request)}) + b"\n"
+
+    def size(self, entry: Entry) -> int:
+        return len(self._line(entry))
+
     def submit(self, entries: Sequence[Entry], *, name: str) -> Snapshot:
-        lines = b"".join(
-            encode(
-                {
-                    "custom_id": e.custom_id,
-                    "method": "POST",
-                    "url": self.endpoint,
-                    "body": self._body(e.request),
-                }
-            )
-            + b"\n"
-            for e in entries
-        )
+        lines = b"".join(self._line(e) for e in entries)
         uploaded = as_dict(
             self._http.post_file(
                 self._url("/files"),

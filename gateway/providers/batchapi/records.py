@@ -78,6 +78,16 @@ class ItemResult:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class Caps:
+    """The most one job of a provider's Batch API may hold: `requests` in number and
+    `bytes` of its request (the uploaded file, or the body it is posted in); None: no such
+    cap. A bigger backlog is sent as several jobs (`parts.split`)."""
+
+    requests: int | None = None
+    bytes: int | None = None
+
+
 class NoBatchApi(Exception):
     """The deployment's provider has no Batch API (or cannot be given one)."""
 
@@ -88,6 +98,12 @@ class NoBatchApi(Exception):
 
 class BatchApi(Protocol):
     """A provider's Batch API. Every call raises only `ProviderError`."""
+
+    caps: Caps  # what one job may hold
+
+    def size(self, entry: Entry) -> int:
+        """The bytes `entry` adds to a job's request (its line, with its separator)."""
+        ...
 
     def submit(self, entries: Sequence[Entry], *, name: str) -> Snapshot:
         """Send the job (`name`: its display name, where the provider keeps one)."""

@@ -69,6 +69,9 @@ class AnthropicBatchServer(BatchServer):
             requests.append((custom_id, params))
         if not requests or self.plan.rejected:
             return as_json(400, _error("invalid_request_error", "requests: the batch is invalid"))
+        beyond = self.beyond_caps(len(requests), len(body))
+        if beyond is not None:
+            return as_json(413, _error("request_too_large", beyond))
         job = self.new_job(self.new_id("msgbatch_"), requests)
         return as_json(200, self._batch(job, None))
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from gateway.providers.batchapi.records import Caps
 from gateway.simulate.batch.plan import (
     BatchPlan,
     BatchServer,
@@ -42,9 +43,14 @@ class GeminiBatchServer(BatchServer):
     `key`), as for a job sent as a file, instead of inlined."""
 
     def __init__(
-        self, plan: BatchPlan | None = None, *, key: str | None = None, files: bool = False
+        self,
+        plan: BatchPlan | None = None,
+        *,
+        key: str | None = None,
+        files: bool = False,
+        caps: Caps | None = None,
     ) -> None:
-        super().__init__(plan, key=key)
+        super().__init__(plan, key=key, caps=caps)
         self.files = files
         self.downloads: dict[str, bytes] = {}
         self.uploads: dict[str, bytes] = {}  # by file name: what was uploaded
@@ -130,6 +136,11 @@ class GeminiBatchServer(BatchServer):
             requests.append((str(key), request))
         if not requests:
             return as_json(400, _error(400, "INVALID_ARGUMENT", "the batch holds no requests"))
+        name = batch["input_config"].get("file_name")
+        size = len(self.uploads[name]) if isinstance(name, str) else len(body)
+        beyond = self.beyond_caps(len(requests), size)
+        if beyond is not None:
+            return as_json(400, _error(400, "INVALID_ARGUMENT", beyond))
         job = self.new_job(self.new_id("batches/"), requests)
         job.extra.update(
             model=model,

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from gateway.providers.batchapi.records import Caps
 from gateway.simulate.batch.plan import (
     BatchPlan,
     BatchServer,
@@ -42,9 +43,14 @@ def _error(status: int, message: str, kind: str, code: str | None = None) -> obj
 
 class OpenAIBatchServer(BatchServer):
     def __init__(
-        self, plan: BatchPlan | None = None, *, key: str | None = None, azure: bool = False
+        self,
+        plan: BatchPlan | None = None,
+        *,
+        key: str | None = None,
+        azure: bool = False,
+        caps: Caps | None = None,
     ) -> None:
-        super().__init__(plan, key=key)
+        super().__init__(plan, key=key, caps=caps)
         self.azure = azure
         self.files: dict[str, bytes] = {}
         self._root = "/openai" if azure else "/v1"
@@ -132,6 +138,9 @@ class OpenAIBatchServer(BatchServer):
                     _error(400, f"line {len(requests) + 1} is invalid", "invalid_request_error"),
                 )
             requests.append((str(item["custom_id"]), item["body"]))
+        beyond = self.beyond_caps(len(requests), len(content))
+        if beyond is not None:
+            return as_json(400, _error(400, beyond, "invalid_request_error"))
         job = self.new_job(self.new_id("batch_"), requests)
         job.extra["input_file_id"] = data["input_file_id"]
         return as_json(200, self._batch(job, created=True))

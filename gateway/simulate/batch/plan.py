@@ -13,6 +13,8 @@ from enum import StrEnum
 
 import httpx
 
+from gateway.providers.batchapi.records import Caps
+
 Answer = Callable[[str], str]
 """The question (the request's last customer turn) -> the model's answer text."""
 
@@ -79,11 +81,16 @@ class Job:
 
 
 class BatchServer(httpx.BaseTransport, ABC):
-    """A fake Batch API. `jobs` holds every job created; `calls` every (method, path)."""
+    """A fake Batch API. `jobs` holds every job created; `calls` every (method, path).
+    `caps`: what one job may hold (None: the provider's own are far past any test's), a
+    job beyond them refused as its provider refuses one."""
 
-    def __init__(self, plan: BatchPlan | None = None, *, key: str | None = None) -> None:
+    def __init__(
+        self, plan: BatchPlan | None = None, *, key: str | None = None, caps: Caps | None = None
+    ) -> None:
         self.plan = plan if plan is not None else BatchPlan()
         self.key = key  # the key it accepts (None: any)
+        self.caps = caps if caps is not None else Caps()
         self.jobs: dict[str, Job] = {}
         self.calls: list[tuple[str, str]] = []
         self._ids = itertools.count(1)
@@ -91,6 +98,15 @@ class BatchServer(httpx.BaseTransport, ABC):
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids):06d}"
+
+    def beyond_caps(self, requests: int, size: int) -> str | None:
+        """Why a job of `requests` requests in `size` bytes is refused (None: it is not)."""
+        most, largest = self.caps.requests, self.caps.bytes
+        if most is not None and requests > most:
+            return f"the batch holds {requests} requests, more than the {most} allowed"
+        if largest is not None and size > largest:
+            return f"the batch's input is {size} bytes, more than the {largest} allowed"
+        return None
 
     def new_job(self, job_id: str, requests: list[tuple[str, Mapping[str, object]]]) -> Job:
         job = Job(

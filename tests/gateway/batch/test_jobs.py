@@ -43,3 +43,28 @@ def test_a_kept_file_that_is_not_a_job_is_named_not_crashed_on(tmp_path: Path) -
     with pytest.raises(UnreadableJob, match="another version"):
         jobs.get("b-1")
     assert jobs.latest("/data/in.jsonl") is None
+
+
+def test_a_job_of_several_batches_keeps_which_batch_each_question_went_in(
+    tmp_path: Path,
+) -> None:
+    jobs = FileJobs(tmp_path / "state.batches")
+    items = (JobItem("line-1", "T-1", 1, 0), JobItem("line-2", 7, 2, 0), JobItem("line-3", 8, 3, 1))
+    kept = KeptJob(
+        "support-ask-0a1b", ProviderKind.OPENAI, "primary", "/in", 1.0, items, parts=("b1", "b2")
+    )
+    jobs.put(kept)
+    again = jobs.get("support-ask-0a1b")
+    assert again == kept and again.batches == ("b1", "b2")
+    assert (again.sent_in(0), again.sent_in(1)) == (["line-1", "line-2"], ["line-3"])
+    one = job("batch_9", "/in", 1.0)
+    assert one.batches == ("batch_9",) and one.sent_in(0) == ["line-1", "line-2"]
+
+
+def test_a_job_kept_before_the_parts_reads_as_one_batch(tmp_path: Path) -> None:
+    old = (
+        b'{"version":1,"batch_id":"batch_1","provider":"openai","deployment":"primary",'
+        b'"input":"/in","submitted_at":1.0,"items":[["line-1","T-1",1]],"sent_with":{}}'
+    )
+    kept = KeptJob.from_json(old)
+    assert kept.batches == ("batch_1",) and kept.sent_in(0) == ["line-1"]
