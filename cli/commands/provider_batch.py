@@ -88,6 +88,13 @@ def submit(opts: BatchOptions, session: Session) -> int:
 
     parts, too_large = split(entries, api.caps, api.size)
     unsent += len(too_large)  # past the provider's cap alone: asked through the engine
+    if not parts:
+        api.close()
+        raise CliError(
+            f"no question of {opts.source} fits one of {deployment.name}'s batches alone",
+            ExitCode.DATAERR,
+            fix=f"support-ask batch {opts.source} (without --provider-batch) asks them",
+        )
     part_of = {e.custom_id: n for n, part in enumerate(parts) for e in part}
     given = session.opts
 

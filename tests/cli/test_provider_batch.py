@@ -485,3 +485,15 @@ def test_a_batch_that_fails_to_go_leaves_those_sent_collectable(
     out = lines_of(tmp_path / "out.jsonl")
     assert [r["answered_via"] for r in out] == ["batch", "batch", "engine", "not_asked"]
     assert len(fakes.chats) == 1
+
+
+def test_a_backlog_whose_every_question_is_past_a_batch_alone_is_refused_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caps = Caps(bytes=ENVELOPE_BYTES + 10)  # no request is that small
+    fakes = setup(tmp_path, monkeypatch, servers("openai", BatchPlan(), caps), "openai", caps)
+    got = run(["batch", "in.jsonl", "--provider-batch", *ARTICLES])
+    assert got.exit_code == 65, got.output
+    assert "fits one of primary's batches alone" in got.stderr
+    assert "without --provider-batch" in got.stderr and "Traceback" not in got.output
+    assert fakes.server.jobs == {}
