@@ -1,4 +1,4 @@
-"""The vocabulary the gateway speaks: closed sets as enums, records as frozen dataclasses.
+"""The vocabulary the gateway speaks: closed sets as enums, records as frozen values.
 
 Nothing here does I/O or imports anything heavy, so every module (and the CLI's start-up
 path) can import it for free.
@@ -7,8 +7,9 @@ path) can import it for free.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
+
+from gateway.record import field, record
 
 
 class ErrorKind(StrEnum):
@@ -73,7 +74,7 @@ class RefusedBy(StrEnum):
     MODEL = "model"  # the model declined, in its own words (which go to stdout as they are)
 
 
-@dataclass(frozen=True)
+@record
 class Refusal:
     by: RefusedBy
     message: str
@@ -108,7 +109,7 @@ class Timer(StrEnum):
     STALL = "stall"  # policy.stall_timeout: silence between two chunks of a flowing reply
 
 
-@dataclass(frozen=True)
+@record
 class Window:
     """One of a provider's rate windows as a response's headers stated it: its limit a
     minute (None: not stated), what is left of it, and the seconds until it is whole
@@ -119,7 +120,7 @@ class Window:
     reset_s: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Headroom:
     """What a provider's response said is left of the key's rate limits, as it said it:
     its requests and its tokens window (None: not stated). For a provider with several
@@ -130,7 +131,7 @@ class Headroom:
     tokens: Window | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Failure:
     """One classified failure: the output of `gateway.classify.errors`.
 
@@ -177,7 +178,7 @@ class PageKind(StrEnum):
     NAVIGATION = "navigation"
 
 
-@dataclass(frozen=True)
+@record
 class Article:
     """One help-centre article, as read from disk (HTML already reduced to text)."""
 
@@ -190,7 +191,7 @@ class Article:
     kind: PageKind = PageKind.ARTICLE
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """One passage sent to the models (or a whole article, when every article fits).
 
@@ -230,7 +231,7 @@ class Role(StrEnum):
     AGENT = "agent"
 
 
-@dataclass(frozen=True)
+@record
 class Turn:
     """One message of the chat before the current one, oldest first (already masked)."""
 
@@ -238,7 +239,7 @@ class Turn:
     content: str
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     """What every deployment is asked: the rendered system prompt and the question.
 
@@ -275,7 +276,7 @@ class Request:
         return "\n".join((self.system, *(t.content for t in self.turns), self.question))
 
 
-@dataclass(frozen=True)
+@record
 class Reply:
     """A provider's answer. `refused` marks a refusal delivered as a normal response;
     `filtered` says the provider's filter refused, not the model, so `text` is the
@@ -294,7 +295,7 @@ class Reply:
     headroom: Headroom | None = None  # the response's rate-limit headers, when it had any
 
 
-@dataclass(frozen=True)
+@record
 class Usage:
     """Tokens one call used, as the provider reported them (None: it did not say)."""
 
@@ -309,7 +310,7 @@ class Usage:
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
 
-@dataclass(frozen=True)
+@record
 class Attempt:
     """One row of the attempts table: what one call (or one skip) did.
 
@@ -355,7 +356,7 @@ def _dollars(value: float | None) -> float | None:
     return None if value is None else round(value, 8)
 
 
-@dataclass(frozen=True)
+@record
 class DeploymentError:
     """One deployment's line in a failure report: its last error or why it was skipped."""
 
@@ -374,7 +375,7 @@ class FailureKind(StrEnum):
     INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or SIGHUP mid-question (130, 143, 129)
 
 
-@dataclass(frozen=True)
+@record
 class QuestionError:
     """Why a whole question failed, and each deployment's part in it."""
 
@@ -405,7 +406,7 @@ class HandoffReason(StrEnum):
     UNCITED = "uncited"  # the answer cites no passage sent, and citations are required
 
 
-@dataclass(frozen=True)
+@record
 class Handoff:
     reason: HandoffReason
     detail: str
@@ -414,7 +415,7 @@ class Handoff:
         return {"reason": str(self.reason), "detail": self.detail}
 
 
-@dataclass(frozen=True)
+@record
 class Citation:
     """A passage the answer cites: `n` is its marker's number (its place in the prompt,
     from 1); `url` its article's public address, None when none is known."""
@@ -435,7 +436,7 @@ class Citation:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     """The outcome of one question: always returned, never raised, so JSON can show it."""
 
@@ -548,7 +549,7 @@ class CooldownBasis(StrEnum):
     ESCALATED = "escalated"  # doubled: the probe after the last cooldown failed
 
 
-@dataclass(frozen=True)
+@record
 class Cooldown:
     """A deployment (or one of its keys) skipped until `until` (wall-clock epoch seconds).
 

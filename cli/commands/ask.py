@@ -34,6 +34,7 @@ from gateway.model import (
     TextSink,
     Turn,
 )
+from gateway.record import record
 
 if TYPE_CHECKING:
     from cli.runtime.session import Session
@@ -208,9 +209,8 @@ def _interrupted(
     """The Result of a question stopped midway, no answer: what the engine did so far (its
     attempts, the call in flight marked interrupted, the input it was sending), else (the
     stop came outside its run) the `attempts` shown."""
-    from dataclasses import replace
-
     from cli.terminal.output import StreamSink
+    from gateway.record import replace
 
     error = QuestionError(FailureKind.INTERRUPTED, message)
     incomplete = isinstance(sink, StreamSink) and sink.wrote
@@ -232,7 +232,7 @@ def _interrupted(
     )
 
 
-@dataclass(frozen=True)
+@record
 class _Ran:
     result: Result
     store: StateStore | None  # None: no deployment was to be asked (a `not_covered` handoff)

@@ -72,12 +72,11 @@ def run_batch(opts: BatchOptions, diag: Diag) -> int:
 
     forced_language(opts.ask.language)  # a code that cannot be one: exit 2 before any line
     if opts.status is not None:
-        import dataclasses
-
         from cli.commands import provider_batch
+        from gateway.record import replace
 
         batch_id = opts.status
-        opts = dataclasses.replace(opts, ask=provider_batch.sent_with(opts, diag))
+        opts = replace(opts, ask=provider_batch.sent_with(opts, diag))
         with open_session(opts.ask, diag) as session:
             return provider_batch.collect(opts, session, batch_id)
     with open_session(opts.ask, diag) as session:

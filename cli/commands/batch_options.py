@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -14,6 +13,7 @@ from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from cli.runtime.options import AskOptions
 from gateway.batch.source import Format
+from gateway.record import field, record
 
 STDIN = "-"
 DEFAULT_CONCURRENCY = 4
@@ -21,7 +21,7 @@ DEFAULT_EVERY_S = 10.0
 DEFAULT_POLL_S = 60.0
 
 
-@dataclass(frozen=True)
+@record
 class BatchOptions:
     source: str | None  # a path, or "-" for stdin; None: --status's job names it
     ask: AskOptions = field(default_factory=AskOptions)  # the options shared with `ask`

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,6 +20,7 @@ import typer
 
 from cli.runtime.common import CONFIG_HELP, STATE_HELP, can_call
 from cli.runtime.sample import SAMPLE_PRODUCT
+from gateway.record import fields
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -40,6 +40,10 @@ def policy_overrides(deployment: Deployment, base: Policy) -> str:
         if getattr(deployment.policy, f.name) != getattr(base, f.name)
     ]
     return ", ".join(changed) if changed else "the top-level policy"
+
+
+def policy_json(policy: Policy) -> dict[str, object]:
+    return {f.name: getattr(policy, f.name) for f in fields(policy)}
 
 
 def policy_text(policy: Policy) -> str:
@@ -112,7 +116,7 @@ def deployment_json(d: Deployment, environ: Mapping[str, str]) -> dict[str, obje
         "base_url": d.base_url,
         "api_version": d.api_version,
         "headers": [name for name, _ in d.headers],
-        "policy": asdict(d.policy),
+        "policy": policy_json(d.policy),
     }
 
 
@@ -287,7 +291,7 @@ def check(config_flag: Path | None, state_flag: str | None, diag: Diag, *, as_js
                 "articles": articles_json(config),
                 "languages": list(config.answers.languages),
                 "default_language": config.answers.default_language,
-                "policy": asdict(config.policy),
+                "policy": policy_json(config.policy),
                 "deployments": [deployment_json(d, environ) for d in config.deployments],
                 "long_context": None if lc is None else deployment_json(lc, environ),
                 "state": str(state),

@@ -21,7 +21,6 @@ again through the ordinary engine (retries, fallback), unless `--no-fallback`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
+from gateway.record import replace
 
 if TYPE_CHECKING:
     from cli.commands.batch_ask import Asker, Prepared
@@ -106,7 +106,7 @@ def submit(opts: BatchOptions, session: Session) -> int:
             source,
             time.time(),
             tuple(
-                dataclasses.replace(i, part=part_of[i.custom_id])
+                replace(i, part=part_of[i.custom_id])
                 for i in items
                 if part_of.get(i.custom_id, len(sent)) < len(sent)
             ),
@@ -167,10 +167,9 @@ def sent_with(opts: BatchOptions, diag: Diag) -> AskOptions:
     """`opts.ask` with what the job `--status` names was prepared with (`-a`,
     `--max-article-tokens`, `--product`, `--language`) wherever the command line does not
     say, so that its questions are prepared again as they were sent."""
-    import dataclasses
-
     from cli.runtime.session import open_session
     from gateway.batch.jobs import UnreadableJob
+    from gateway.record import replace
 
     assert opts.status is not None
     ask = opts.ask
@@ -181,7 +180,7 @@ def sent_with(opts: BatchOptions, diag: Diag) -> AskOptions:
             job = None  # collect says what is wrong with it
     if job is None:
         return ask
-    return dataclasses.replace(
+    return replace(
         ask,
         articles=ask.articles or tuple(Path(p) for p in job.articles),
         max_article_tokens=ask.max_article_tokens or job.max_article_tokens,

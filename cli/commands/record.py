@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def scrubbed(redactor: Redactor, turns: Sequence[Turn]) -> tuple[Turn, ...]:
     """The turns with no key in them, for the log."""
-    from dataclasses import replace
+    from gateway.record import replace
 
     return tuple(replace(t, content=redactor.scrub(t.content)) for t in turns)
 

@@ -14,7 +14,6 @@ Judgement calls:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,6 +25,7 @@ from cli.runtime.failure import CliError
 from cli.runtime.option_params import ask_option
 from cli.runtime.options import AskOptions, Command
 from gateway.model import Status
+from gateway.record import record
 
 if TYPE_CHECKING:
     from cli.runtime.session import Session
@@ -37,7 +37,7 @@ DEFAULT_QUESTION = "How do I reset my password?"
 DEFAULT_ARTICLES = Path("examples/kb")
 
 
-@dataclass(frozen=True)
+@record
 class SimOptions:
     fail: tuple[str, ...] = ()
     words: tuple[str, ...] = ()

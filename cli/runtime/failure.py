@@ -10,10 +10,10 @@ stops the run the same way and exits as a shell reports that signal (130, 143, 1
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode
+from gateway.record import record
 
 if TYPE_CHECKING:
     from gateway.config import ConfigError
@@ -44,7 +44,7 @@ class CliError(Exception):
         self.fix = fix
 
 
-@dataclass(frozen=True)
+@record
 class CommandFailure:
     code: ExitCode
     message: str

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar, get_args, get_origin
 
 import typer
 
 from cli.runtime.options import Command, Declared, Kind, declared_options
+from gateway.record import record
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
+@record
 class After:
     """In a command's own parameter's `Annotated[...]`: list it after the option `name`."""
 
@@ -55,7 +55,7 @@ def parameter(declared: Declared, command: Command) -> inspect.Parameter:
         Kind.FLAG: bool,
         Kind.COUNT: int,
         Kind.VALUE: value | None,
-        Kind.MULTI: list[value] | None,  # type: ignore[valid-type]
+        Kind.MULTI: list[value] | None,
     }[spec.kind]
     default = {Kind.FLAG: False, Kind.COUNT: 0}.get(spec.kind)
     return inspect.Parameter(

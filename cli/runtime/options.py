@@ -13,13 +13,13 @@ is read at run time (the type of a value, for the parsers), so it must be the ty
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from types import UnionType
 from typing import Any, get_args
 
 from cli.runtime.common import CONFIG_HELP, STATE_HELP
+from gateway.record import field, fields, record
 
 
 class Kind(Enum):
@@ -52,7 +52,7 @@ _DEFAULTS: Mapping[Kind, object] = {
 _SPEC = "support_ask.option"
 
 
-@dataclass(frozen=True)
+@record
 class Spec:
     """How one option is typed on the command line."""
 
@@ -90,7 +90,7 @@ MAX_ARTICLE_TOKENS_HELP = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class AskOptions:
     """What `ask` was told, and `batch` for each of its questions."""
 
@@ -188,7 +188,7 @@ class AskOptions:
         return cls(**taken, **rest)
 
 
-@dataclass(frozen=True)
+@record
 class Declared:
     """One option as the parsers see it: its field, its spec, the type of one value."""
 

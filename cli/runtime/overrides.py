@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
+from gateway.record import replace
 
 if TYPE_CHECKING:
     from gateway.config import Config, Deployment, Policy

@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from cli.runtime import wiring
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from cli.runtime.options import AskOptions
+from gateway.record import record
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from gateway.simulate import Fault, SimClock, SimulatedTransport
 
 
-@dataclass(frozen=True)
+@record
 class Simulation:
     """Fake providers instead of the real ones (`simulate`, `eval --simulate`), failing as
     `--fail` says; on virtual time unless `real_time`."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from gateway.model import Article, Attempt, Request
+from gateway.record import replace
 
 if TYPE_CHECKING:
     import httpx

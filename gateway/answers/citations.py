@@ -11,7 +11,8 @@ exactly as the whole one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from gateway.record import record
 
 # One marker: one number, or up to eight comma-separated. Bounded, so that a stream knows
 # when an open bracket can no longer become one (`_TAIL`: 64 characters are more).
@@ -24,7 +25,7 @@ _MARKER = re.compile(r"([ \t]?)\[(\d[\d, \t]*)\]")
 _TAIL = re.compile(rf"(?:[ \t]?{_ONE})*(?:[ \t]?\[[\d, \t]{{0,62}})?[ \t]*\Z")
 
 
-@dataclass(frozen=True)
+@record
 class Checked:
     """An answer's text with its markers checked: `cited` the passage numbers in the
     order first cited; `dropped` the markers' numbers that named no passage sent."""

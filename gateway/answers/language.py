@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from gateway.record import record
 
 # (language, probability) best first, for text on one line.
 Scores = Callable[[str], Sequence[tuple[str, float]]]
@@ -99,7 +100,7 @@ class Basis(StrEnum):
     DEFAULT = "default"  # nothing to tell from: answers.default_language
 
 
-@dataclass(frozen=True)
+@record
 class Language:
     code: str  # ISO 639-1
     basis: Basis

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
+
+from gateway.record import field, record, replace
 
 if TYPE_CHECKING:
     from gateway.config.model import PrivacySettings
@@ -42,7 +43,7 @@ class Kind(StrEnum):
         return self.value.upper()
 
 
-@dataclass(frozen=True)
+@record
 class Span:
     start: int
     end: int
@@ -250,7 +251,7 @@ def pattern_label(name: str) -> str:
 PLACEHOLDER = r"\[([A-Z][A-Z0-9_]*?)_(\d+)\]"
 
 
-@dataclass(frozen=True)
+@record
 class Masked:
     """One question's texts with their personal data replaced.
 
@@ -270,7 +271,7 @@ class Masked:
         return self.texts[-1]
 
 
-@dataclass(frozen=True)
+@record
 class Unmasked:
     text: str
     invented: tuple[str, ...]  # placeholders of our kinds that no value stands behind

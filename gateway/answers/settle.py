@@ -15,7 +15,6 @@ the text these decide.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from gateway.answers.citations import check
 from gateway.answers.handoff import handoff_detail, handoff_message
@@ -34,6 +33,7 @@ from gateway.model import (
     Source,
     Status,
 )
+from gateway.record import replace
 from prompts import marker
 
 UNCITED_DETAIL = "the answer cites no passage it was sent, and answers.require_citation is on"

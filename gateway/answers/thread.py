@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gateway.model import Role, Turn
+from gateway.record import record
 
 # The roles a thread may name: ours, and the chat APIs' names for the same two sides.
 ROLES = {
@@ -95,7 +95,7 @@ def _kind(value: object) -> str:
     }.get(type(value), type(value).__name__)
 
 
-@dataclass(frozen=True)
+@record
 class Chat:
     """The current message and the turns before it."""
 

@@ -30,16 +30,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from gateway.model import Attempt, ErrorKind, Outcome
+from gateway.record import record
 from gateway.seams import Clock
 
 SLOW_DOWN = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.OVERLOADED})
 DECREASE = 0.5
 
 
-@dataclass(frozen=True)
+@record
 class LimiterState:
     limit: int  # questions allowed in flight now
     in_flight: int

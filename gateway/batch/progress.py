@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 from gateway.batch.limiter import LimiterState
 from gateway.model import Action, Result, Status
+from gateway.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Progress:
     total: int | None  # lines in the input, when it could be counted (a file, not a pipe)
     skipped: int  # already answered in the output (--resume)

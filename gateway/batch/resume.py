@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard
 
 from gateway.batch.source import ItemId
+from gateway.record import record
 
 # A question whose record says one of these got its final reply: asked again, it would
 # be paid for twice. Anything else (failed, fatal, a bad input line) is asked again.
@@ -29,7 +29,7 @@ _TAIL_CHUNK = 64 * 1024
 Warn = Callable[[str], None]
 
 
-@dataclass(frozen=True)
+@record
 class Resumed:
     done: frozenset[ItemId]
     records: int  # complete lines read

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from enum import StrEnum
 
 from gateway.answers.thread import ThreadError, chat_of, turns_of
 from gateway.model import Turn
+from gateway.record import record
 
 ItemId = str | int
 
@@ -33,7 +33,7 @@ class Format(StrEnum):
     TEXT = "text"
 
 
-@dataclass(frozen=True)
+@record
 class Question:
     """One question to ask. `product` is the line's own, or None for the batch's;
     `turns` the chat before it (the line's `thread`), oldest first."""
@@ -45,7 +45,7 @@ class Question:
     turns: tuple[Turn, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class BadLine:
     """A line that cannot be asked. `id` is None when the line's own id is unreadable."""
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from gateway.classify.rules import (
     STATUS_KINDS,
@@ -29,13 +28,14 @@ from gateway.classify.rules import (
 )
 from gateway.engine.table import TABLE
 from gateway.model import Decision, ErrorKind, Failure
+from gateway.record import record
 from gateway.secrets.shapes import redact_text
 from gateway.units import seconds
 
 # ---------------------------------------------------------------------- reading the body
 
 
-@dataclass(frozen=True)
+@record
 class _Signals:
     """What one error body says, flattened across its shapes (and OpenRouter's upstream)."""
 

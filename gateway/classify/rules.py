@@ -20,11 +20,11 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
 from gateway.model import ErrorKind
+from gateway.record import record
 
 
 class Field(Enum):
@@ -39,7 +39,7 @@ class Field(Enum):
     MODERATION = "moderation"  # "flagged" when OpenRouter metadata carries moderation fields
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """`kind` when any value of `field` in the error body matches `pattern`."""
 

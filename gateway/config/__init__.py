@@ -1,4 +1,4 @@
-"""The YAML configuration, loaded into frozen dataclasses and validated with file:line errors.
+"""The YAML configuration, loaded into frozen records and validated with file:line errors.
 
     model     the records (Config, Deployment, Policy, Price, Limits, LogSettings,
               ArticleSettings, AnswerSettings) and ConfigError

@@ -22,7 +22,6 @@ import os
 import stat
 import sys
 import time
-from dataclasses import fields, is_dataclass
 from enum import Enum
 from pathlib import Path, PurePath
 
@@ -45,6 +44,7 @@ from gateway.config.model import (
     Translations,
 )
 from gateway.model import ProviderKind
+from gateway.record import fields, is_record
 
 _CACHE_FORMAT = 1
 _CACHE_FILE = "config-cache.json"
@@ -238,7 +238,7 @@ def _encode(value: object) -> object:
     if isinstance(value, tuple):
         return {"$tuple": [_encode(v) for v in value]}
     name = type(value).__name__
-    if _RECORDS.get(name) is not type(value) or not is_dataclass(value):
+    if _RECORDS.get(name) is not type(value) or not is_record(value):
         raise TypeError(f"a config holds a {name}: not cacheable")
     return {
         "$record": name,

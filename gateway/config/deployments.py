@@ -6,7 +6,6 @@ the shapes `gateway.secrets.shapes` defines, and never echoed. Imported only to 
 from __future__ import annotations
 
 import re
-from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from gateway.config.sections import POLICY_KEYS, read_policy
 from gateway.config.urls import url_problem
 from gateway.config.walk import Walk
 from gateway.model import ProviderKind
+from gateway.record import fields
 from gateway.secrets.shapes import KEY_HEADERS, is_credential_param, looks_like_a_key
 
 if TYPE_CHECKING:

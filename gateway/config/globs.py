@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from gateway.record import record
 
 
 class BadPattern(ValueError):
@@ -85,7 +86,7 @@ def translate(pattern: str) -> tuple[str, bool]:
     return regex, folders_only
 
 
-@dataclass(frozen=True)
+@record
 class Exclude:
     """Compiled patterns: `file(path)` and `folder(path)` say whether a path (relative to
     the folder walked, with `/`) is left out."""

@@ -3,12 +3,12 @@ each key variable may set its own. Imported only to validate."""
 
 from __future__ import annotations
 
-from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING
 
 from gateway.config.model import Limits
 from gateway.config.walk import Walk, join
+from gateway.record import fields
 
 if TYPE_CHECKING:
     from yaml import Node

@@ -4,9 +4,9 @@ and password, ever reaches a message."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from gateway.record import record
 from gateway.secrets.key import Secret
 
 SCHEMES = ("redis://", "rediss://")
@@ -16,7 +16,7 @@ class LocationError(ValueError):
     """A state location that cannot be used; the message never holds a password."""
 
 
-@dataclass(frozen=True)
+@record
 class RedisURL:
     url: Secret  # the whole URL, password and all: only handed to the client
     shown: str  # scheme://host:port/db: what every message says

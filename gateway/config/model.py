@@ -5,12 +5,12 @@ Every engine run imports this, so it imports nothing beyond the gateway's vocabu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway.model import ProviderKind
+from gateway.record import field, record
 
 if TYPE_CHECKING:
     from gateway.config.location import RedisURL
@@ -31,7 +31,7 @@ OFFLINE_WINDOW = 1_000_000_000
 MAX_RETRIES = 10
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     """How hard to try. Top-level defaults; any field can be overridden per deployment."""
 
@@ -53,7 +53,7 @@ class Policy:
     retry_budget: float = 0.1
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """A shared allowance (`limits:` of a deployment or a key): requests and tokens a
     minute, and calls at once (None: no limit of that kind), drawn from by every process
@@ -74,7 +74,7 @@ class KeyStrategy(StrEnum):
     ROUND_ROBIN = "round_robin"  # each question starts at the next key (a cursor in the state)
 
 
-@dataclass(frozen=True)
+@record
 class Price:
     """What a deployment's tokens cost, in US dollars per million; through its provider's
     Batch API (`batch --provider-batch`) `batch_discount` less (a share, 0..1: each of the
@@ -97,7 +97,7 @@ class Price:
         return None if cost is None else cost * (1 - self.batch_discount)
 
 
-@dataclass(frozen=True)
+@record
 class Deployment:
     """One model behind one provider, with its window and its own policy."""
 
@@ -125,7 +125,7 @@ class Deployment:
         return self.api_key_envs or (self.api_key_env,)
 
 
-@dataclass(frozen=True)
+@record
 class StateSettings:
     """Where the shared state lives besides `Config.state_path`: a Redis server, if any.
 
@@ -140,7 +140,7 @@ class StateSettings:
     timeout: float = 0.25
 
 
-@dataclass(frozen=True)
+@record
 class LogSettings:
     """The attempt log (JSON Lines)."""
 
@@ -150,7 +150,7 @@ class LogSettings:
     max_bytes: int = 5_000_000
 
 
-@dataclass(frozen=True)
+@record
 class ArticleSettings:
     """Where the help centre is, what of it is not articles, how much of it goes into each
     prompt, and the caps on reading it."""
@@ -179,7 +179,7 @@ class CitationStyle(StrEnum):
     NONE = "none"  # neither: the channel shows `citations` from the JSON itself
 
 
-@dataclass(frozen=True)
+@record
 class Translations:
     """One sentence in several languages, as the config gives it (`{en: ..., de: ...}`):
     (ISO 639-1 code, text) in the order written."""
@@ -190,7 +190,7 @@ class Translations:
         return next((text for lang, text in self.texts if lang == code), None)
 
 
-@dataclass(frozen=True)
+@record
 class AnswerSettings:
     """What an answer must hold to be posted, what a handoff says, and in which languages
     (`answers.*`)."""
@@ -210,7 +210,7 @@ class AnswerSettings:
     phrases: tuple[tuple[str, str | Translations], ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class MaskPattern:
     """A team's own kind of personal data (`privacy.patterns`): its placeholder's name and
     a regular expression (Python `re` syntax), checked when the config is read."""
@@ -219,7 +219,7 @@ class MaskPattern:
     regex: str
 
 
-@dataclass(frozen=True)
+@record
 class PrivacySettings:
     """What is masked before any provider sees the customer's text (`privacy.*`): the
     built-in kinds (e-mail, phone, card, IBAN) unless `mask` is false, and every pattern."""
@@ -228,7 +228,7 @@ class PrivacySettings:
     patterns: tuple[MaskPattern, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     """The whole configuration: what to try, in which order, how hard."""
 

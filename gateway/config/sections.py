@@ -6,7 +6,6 @@ what is masked (privacy). Imported only to validate."""
 from __future__ import annotations
 
 import re
-from dataclasses import fields, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from gateway.config.model import (
 )
 from gateway.config.urls import url_problem
 from gateway.config.walk import BOOL, INT, Walk, join
+from gateway.record import fields, replace
 
 if TYPE_CHECKING:
     from collections.abc import Callable

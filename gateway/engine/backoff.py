@@ -6,9 +6,8 @@ engine takes can be predicted exactly in a test.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gateway.config import Policy
+from gateway.record import record
 
 # Below this, an attempt has no realistic chance of an answer: a wait that would leave less
 # than this much budget is not taken (the engine fails over instead).
@@ -31,7 +30,7 @@ def backoff_delay(retry: int, policy: Policy, rand: float) -> float:
     return ceiling / 2.0 + ceiling / 2.0 * rand
 
 
-@dataclass(frozen=True)
+@record
 class Budget:
     """The question's end-to-end time allowance, on the monotonic clock."""
 

@@ -14,13 +14,13 @@ value (an auth failure) holds only calls made with that value, as in the store.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 from gateway.model import Cooldown
+from gateway.record import record
 from gateway.secrets.key import Secret
 
 
-@dataclass(frozen=True)
+@record
 class _Held:
     cooldown: Cooldown
     key: Secret | None  # the key it is bound to; None: every call to the deployment

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 
 from gateway.config import Config, Deployment
 from gateway.engine import allowances, credentials
@@ -50,6 +49,7 @@ from gateway.model import (
     Result,
     TextSink,
 )
+from gateway.record import record, replace
 from gateway.seams import (
     Allowance,
     Clock,
@@ -63,7 +63,7 @@ from gateway.seams import (
 from gateway.secrets.key import Secret
 
 
-@dataclass(frozen=True)
+@record
 class _Seams:
     """What one question is given by the engine that asks it; it reaches for nothing else."""
 

@@ -9,7 +9,6 @@ it can be read (and tested) in one place.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 
 from gateway.config import Config, Deployment, Policy
 from gateway.engine.backoff import Budget, backoff_delay, retry_after_wait
@@ -25,9 +24,10 @@ from gateway.model import (
     Route,
     Timer,
 )
+from gateway.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """What to do after one failed attempt.
 
@@ -173,14 +173,14 @@ def over_retry_budget(failure: Failure, policy: Policy) -> Step:
 # -- how one attempt ended: values the engine's loop matches on --------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Answered:
     """The deployment answered: the question ends with its reply."""
 
     reply: Reply
 
 
-@dataclass(frozen=True)
+@record
 class Refused:
     """The question was refused. A refusal is an answer: returned as is, no other deployment.
 
@@ -196,7 +196,7 @@ class Refused:
     failure: Failure | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Stopped:
     """A stream broke, or ended cut short, after text reached the customer: never retried,
     never spliced.
@@ -211,14 +211,14 @@ class Stopped:
     reply: Reply | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Fatal:
     """No deployment can fix this request (malformed): the question ends at once."""
 
     failure: Failure
 
 
-@dataclass(frozen=True)
+@record
 class Failed:
     """The attempt failed and the question goes on: `step` says retry here or fail over.
 
@@ -313,7 +313,7 @@ def _answer_failure(kind: ErrorKind, detail: str) -> Failure:
     return Failure(kind, TABLE[kind].decision, detail, status=200)
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """Which deployments to try for one question, in order."""
 

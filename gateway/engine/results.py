@@ -11,7 +11,6 @@ or no deployment could answer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from enum import Enum
 from typing import NamedTuple
 
@@ -32,6 +31,7 @@ from gateway.model import (
     Status,
     Usage,
 )
+from gateway.record import replace
 from gateway.seams import Clock
 
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from gateway.knowledge.rank import HEADING_WEIGHT
+from gateway.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Cut:
     """How many articles the first cut keeps, and which words it searches for."""
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from gateway.knowledge.passages import ITEM, Fence
 from gateway.knowledge.terms import terms
+from gateway.record import record
 
 MOST_UNITS = 3  # two or three sentences read as an answer; more as a page
 # A unit worth less than this share of the best one is not part of the answer.
@@ -35,7 +35,7 @@ LEAST_SHARE = 0.5
 HEADING_SHARE = 0.5
 
 
-@dataclass(frozen=True)
+@record
 class Unit:
     """One sentence of prose, one list item, or one code block (`code`: kept as written,
     lines and all). `block`: the paragraph, list or code block it is part of, counted

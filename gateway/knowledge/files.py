@@ -20,10 +20,10 @@ import errno
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.config.globs import Exclude
+from gateway.record import record
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})  # read as markdown: plain text is too
 HTML_SUFFIXES = frozenset({".html", ".htm"})
@@ -32,7 +32,7 @@ SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES
 MB = 1_000_000
 
 
-@dataclass(frozen=True)
+@record
 class ArticleCaps:
     """The caps (config `articles.max_article_bytes`, `max_set_bytes`, `max_set_files`)."""
 
@@ -41,7 +41,7 @@ class ArticleCaps:
     max_set_files: int = 100_000
 
 
-@dataclass(frozen=True)
+@record
 class Found:
     """One file to read: the path it was reached by, and its identity and version."""
 
@@ -52,7 +52,7 @@ class Found:
     inode: int
 
 
-@dataclass(frozen=True)
+@record
 class Walked:
     """What a walk found: the files to read, a warning per path skipped, and how many
     files and folders `articles.exclude` left out."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.model import Article, PageKind, Source
+from gateway.record import record
 from gateway.tokens import estimate
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ PassageKey = tuple[int, int]
 """A passage's key: (its article's place in the set, its place in the article)."""
 
 
-@dataclass(frozen=True)
+@record
 class PassageFacts:
     words: int
     first: bool  # the first passage of its section: the one whose heading counts for the article
@@ -56,7 +57,7 @@ class Hits:
     navigation: set[int] = field(default_factory=set)
 
 
-@dataclass(frozen=True)
+@record
 class SetSize:
     articles: int
     tokens: int  # every article's estimated tokens, added up

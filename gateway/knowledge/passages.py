@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from gateway.model import Article
+from gateway.record import record
 from prompts import WORD_LIMIT
 
 Span = tuple[int, int]
@@ -56,7 +57,7 @@ class Fence:
 ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)]|>)\s+")
 
 
-@dataclass(frozen=True)
+@record
 class Passage:
     """One passage of one article: spans into the article's text, and its size."""
 

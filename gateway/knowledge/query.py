@@ -15,10 +15,10 @@ one part of weight 1, scored exactly as before.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gateway.knowledge.terms import query_terms
 from gateway.model import Role, Turn
+from gateway.record import record
 
 # Chosen on the follow-up benchmark (bench/run quality): see bench/RESULTS.md.
 EARLIER_CUSTOMER = 0.5  # the customer's earlier messages
@@ -28,7 +28,7 @@ LAST_AGENT = 0.35  # the agent's last reply, which names what was already sugges
 FLOOR = 3
 
 
-@dataclass(frozen=True)
+@record
 class Query:
     """Texts and their weights, the current message first (weight 1)."""
 

@@ -32,10 +32,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from gateway.knowledge.index import Index, PassageKey
 from gateway.knowledge.query import Query, as_query
+from gateway.record import record
 from prompts import WORD_LIMIT
 
 K1 = 1.2  # BM25 term-frequency saturation (the usual value)
@@ -54,7 +54,7 @@ UNKNOWN_WEIGHT = 3
 NAVIGATION_WEIGHT = 0.5
 
 
-@dataclass(frozen=True)
+@record
 class Ranked:
     key: PassageKey
     score: float

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.knowledge.files import HTML_SUFFIXES
@@ -42,6 +41,7 @@ from gateway.knowledge.load import read
 from gateway.knowledge.passages import split
 from gateway.knowledge.terms import terms
 from gateway.model import Article
+from gateway.record import record
 from gateway.tokens import estimate
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ BATCH = 8  # files a worker reads per task: fewer round trips, still a smooth pr
 WINDOW = 2  # batches in flight per worker
 
 
-@dataclass(frozen=True)
+@record
 class PreparedPassage:
     number: int
     heading: str
@@ -69,7 +69,7 @@ class PreparedPassage:
     body_terms: str
 
 
-@dataclass(frozen=True)
+@record
 class Prepared:
     """One file read: its article and the rows of its passages, or why it is unusable."""
 
@@ -117,7 +117,7 @@ def prepare(path: str, html: Reader | None = None) -> Prepared:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Reading:
     """How a refresh reads its files: the HTML reader, and the warning when it is not
     the fast one."""

@@ -26,18 +26,18 @@ articles.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gateway.config.model import ArticleSettings
 from gateway.knowledge.index import Index
 from gateway.knowledge.query import Query
 from gateway.model import Handoff, HandoffReason, PageKind, Source
+from gateway.record import record
 
 # Defined once, with the config key it is the default of.
 DEFAULT_MIN_RELEVANCE = ArticleSettings.min_relevance
 
 
-@dataclass(frozen=True)
+@record
 class Relevance:
     """How well the help centre covers one question. `score`: 0..1; `path`: the article of
     the passage that holds it (None when nothing matched)."""

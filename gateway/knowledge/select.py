@@ -18,11 +18,11 @@ recall at the default budget from 80% to 92.5% with as much answering text in th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gateway.knowledge.index import Index
 from gateway.model import Article, Source
+from gateway.record import record, replace
 from gateway.tokens import estimate
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 REPEAT_DECAY = 0.9  # chosen on half the benchmark's questions; see the module's docstring
 
 
-@dataclass(frozen=True)
+@record
 class Selection:
     """What one prompt holds. `whole`: every article, as read (`articles`); else the
     chosen passages (`sources`, in the prompt's order, each with its score)."""

@@ -31,7 +31,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +38,7 @@ from gateway.knowledge import cut, schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
 from gateway.model import Article, PageKind, Source
+from gateway.record import record
 
 if TYPE_CHECKING:
     from gateway.knowledge.reading import Prepared, Reading
@@ -60,7 +60,7 @@ class IndexBusy(Exception):
     """Another process held the index for longer than we wait."""
 
 
-@dataclass(frozen=True)
+@record
 class RefreshProgress:
     """Where a refresh is: files and bytes done of those to read, and the current file."""
 
@@ -71,7 +71,7 @@ class RefreshProgress:
     current: str
 
 
-@dataclass(frozen=True)
+@record
 class Refresh:
     """What one refresh did."""
 
@@ -82,7 +82,7 @@ class Refresh:
     seconds: float
 
 
-@dataclass(frozen=True)
+@record
 class IndexStatus:
     path: str  # the index file (":memory:" for an in-memory one)
     roots: tuple[str, ...]

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.config import Config, Deployment
 from gateway.model import FailureKind, Request, Result, Status
+from gateway.record import record, replace
 
 if TYPE_CHECKING:
     from gateway.seams import Compactor
@@ -72,14 +72,14 @@ _NOT_FOUND = re.compile(
 _TICKET = re.compile(r"\btickets?\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@record
 class EvalQuestion:
     text: str
     covered: bool | None = None  # None: unknown, the coverage rule does not apply
     expect_contains: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Check:
     rule: Rule
     passed: bool
@@ -96,7 +96,7 @@ class AnswerStatus(StrEnum):
     NOT_RUN = "not_run"  # never called: no key, window too small for the input, ...
 
 
-@dataclass(frozen=True)
+@record
 class Answer:
     """One deployment's reply to one question, and its checks."""
 
@@ -126,7 +126,7 @@ class Answer:
         }
 
 
-@dataclass(frozen=True)
+@record
 class QuestionReport:
     question: EvalQuestion
     answers: tuple[Answer, ...]
@@ -140,7 +140,7 @@ class QuestionReport:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Tally:
     passed: int = 0
     failed: int = 0
@@ -149,7 +149,7 @@ class Tally:
         return Tally(self.passed + passed, self.failed + (not passed))
 
 
-@dataclass(frozen=True)
+@record
 class EvalReport:
     deployments: tuple[str, ...]
     questions: tuple[QuestionReport, ...]

@@ -18,14 +18,15 @@ Every problem names the file and the line of the item it is in.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+from gateway.record import record
 
 JSON_LINES = (".jsonl", ".ndjson")
 _KEYS = ("question", "articles", "answerable", "note")
 
 
-@dataclass(frozen=True)
+@record
 class GoldenQuestion:
     text: str
     articles: tuple[str, ...]  # empty for an unanswerable question

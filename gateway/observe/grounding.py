@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gateway.model import Action, Result
 from gateway.observe.golden import GoldenQuestion
 from gateway.observe.retrieval import HandoffShares, matches, rounded, share
+from gateway.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Asked:
     """One golden question's Result, judged. `cited`: the articles the answer cites,
     first cited first, each once; `cites_answering`: for an answerable question answered,
@@ -71,7 +71,7 @@ class Asked:
         }
 
 
-@dataclass(frozen=True)
+@record
 class AskedTotals(HandoffShares):
     answerable: int
     unanswerable: int

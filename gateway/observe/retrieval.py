@@ -16,13 +16,13 @@ sweep. Pure: the index is passed in, the questions already read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 
 from gateway.knowledge.index import Index
 from gateway.knowledge.relevance import Relevance, relevance
 from gateway.knowledge.select import select
 from gateway.observe.golden import GoldenQuestion
+from gateway.record import record
 
 SWEEP = tuple(step / 20 for step in range(21))  # 0, 0.05, ..., 1
 
@@ -48,7 +48,7 @@ class Outcome(StrEnum):
         return self in (Outcome.FOUND, Outcome.HANDED_OFF)
 
 
-@dataclass(frozen=True)
+@record
 class Judged:
     """One question's selection and relevance. `found`: the answering article the prompt
     holds (its path as the help centre lists it), None when it holds none."""
@@ -118,7 +118,7 @@ class HandoffShares:
         return share(self.false_handoffs, self.answerable)
 
 
-@dataclass(frozen=True)
+@record
 class Totals(HandoffShares):
     """The figures at one floor. A share is None when it has no question to count."""
 
@@ -165,7 +165,7 @@ def sweep(judged: Sequence[Judged], also: Iterable[float] = ()) -> tuple[Totals,
     return tuple(totals(judged, floor) for floor in sorted({*SWEEP, *also}))
 
 
-@dataclass(frozen=True)
+@record
 class Thresholds:
     """What CI requires, as shares (None: not checked)."""
 

@@ -38,12 +38,12 @@ import os
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from gateway.model import ErrorKind, Outcome, Status
 from gateway.observe.attemptlog import rotated_path
+from gateway.record import record
 from gateway.units import window
 
 DEFAULT_WINDOW_S = 24 * 3600.0
@@ -53,7 +53,7 @@ RECENT_TAIL_BYTES = 64 * 1024
 RECENT_MIN_SERVED = 5  # below this, one fallback would read as a 100% share
 
 
-@dataclass(frozen=True)
+@record
 class LogLine:
     """One attempt line of the log, parsed (see `gateway.observe.attemptlog` for the format)."""
 
@@ -114,7 +114,7 @@ def _opt_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-@dataclass(frozen=True)
+@record
 class LogRead:
     lines: tuple[LogLine, ...]
     unreadable: int  # lines that were not log lines (torn, foreign): reported, not fatal
@@ -179,7 +179,7 @@ def _split(data: bytes) -> list[str]:
     return data.decode("utf-8", errors="replace").split("\n") if data else []
 
 
-@dataclass(frozen=True)
+@record
 class Deflection:
     """What became of some questions: posted, handed to a person, refused (the rest failed)."""
 
@@ -220,7 +220,7 @@ def _fate(question: LogLine) -> str:
     return "failed"
 
 
-@dataclass(frozen=True)
+@record
 class DeploymentStats:
     name: str
     served: int
@@ -256,7 +256,7 @@ class DeploymentStats:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Stats:
     since: float
     until: float

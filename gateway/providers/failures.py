@@ -7,10 +7,9 @@ JSON, a stream cut before its end marker, an error inside a 200, the attempt's d
 
 from __future__ import annotations
 
-import dataclasses
-
 from gateway.engine.table import TABLE
 from gateway.model import ErrorKind, Failure, ProviderError, Reply, Timer
+from gateway.record import replace
 from gateway.secrets.shapes import redact_text
 
 
@@ -53,4 +52,4 @@ def unfinished(refused: Reply | None) -> Reply:
 def timed_out(detail: str, timer: Timer, *, silent: bool) -> ProviderError:
     """One of the attempt's deadlines ran out (`silent`: before any response arrived)."""
     err = protocol_failure(ErrorKind.TIMEOUT, detail)
-    return ProviderError(dataclasses.replace(err.failure, timer=timer, silent=silent))
+    return ProviderError(replace(err.failure, timer=timer, silent=silent))

@@ -27,7 +27,6 @@ through `jsonshape`.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import logging
 from abc import ABC, abstractmethod
@@ -41,6 +40,7 @@ from gateway.model import ErrorKind, Headroom, ProviderError, Reply, Request, Te
 from gateway.providers.deadline import Deadline, shutdown_stream
 from gateway.providers.failures import malformed, timed_out
 from gateway.providers.jsonshape import decode_json, encode
+from gateway.record import replace
 from gateway.secrets.redactor import Redactor
 from gateway.secrets.shapes import redact_headers, redact_url, secret_header_values
 
@@ -179,7 +179,7 @@ class HttpClient:
         detail = self._redactor.scrub(err.failure.detail)
         if detail == err.failure.detail:
             return err
-        return ProviderError(dataclasses.replace(err.failure, detail=detail), partial=err.partial)
+        return ProviderError(replace(err.failure, detail=detail), partial=err.partial)
 
     def post_json(
         self,
@@ -322,7 +322,7 @@ class HttpClient:
                     response.status_code, response.headers, body, now=clock.wall()
                 )
                 if self.seen is not None:
-                    failure = dataclasses.replace(failure, headroom=self.seen)
+                    failure = replace(failure, headroom=self.seen)
                 raise ProviderError(failure)
             now = clock.monotonic()
             late = deadline.passed(now)
@@ -356,7 +356,7 @@ class HttpClient:
 
             failure = errors.classify_exception(exc)
             if response is None and failure.kind is ErrorKind.TIMEOUT:
-                failure = dataclasses.replace(failure, silent=True)
+                failure = replace(failure, silent=True)
             raise ProviderError(failure) from None
         finally:
             deadline.close()
@@ -533,7 +533,7 @@ class HttpProvider(ABC):
 
     def _seen(self, reply: Reply) -> Reply:
         seen = self._http.seen
-        return reply if seen is None else dataclasses.replace(reply, headroom=seen)
+        return reply if seen is None else replace(reply, headroom=seen)
 
     def close(self) -> None:
         self._http.close()

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gateway.answers.phrases import Phrase, said
 from gateway.config import Deployment
 from gateway.model import PageKind, Reply, Request, Source, TextSink
+from gateway.record import replace
 from prompts import HANDOFF_MARKER, WORD_LIMIT, marker
 
 if TYPE_CHECKING:

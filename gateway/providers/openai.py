@@ -12,7 +12,6 @@ frame `{"error": {...}}`; OpenRouter may answer 200 with `choices[0].finish_reas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gateway.model import ErrorKind, Reply, Request, Role
@@ -21,6 +20,7 @@ from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
 from gateway.providers.turns import sequence
+from gateway.record import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -41,7 +41,7 @@ CUT_SHORT = {"length": ErrorKind.OUTPUT_LIMIT}
 ROLES = {Role.CUSTOMER: "user", Role.AGENT: "assistant"}
 
 
-@dataclass(frozen=True)
+@record
 class Dialect:
     """What a Chat Completions server accepts beyond the common core.
 

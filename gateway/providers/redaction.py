@@ -4,10 +4,10 @@ reaches the answer, the JSON, the attempt log or the state file."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 from gateway.model import ProviderError, Reply, Request, TextSink
+from gateway.record import replace
 from gateway.secrets.redactor import Redactor, StreamScrubber
 from gateway.secrets.shapes import redact_text
 
@@ -47,12 +47,12 @@ class RedactingProvider:
                 stream.flush()  # the user sees what arrived, as without redaction
             # A detail is never the answer: what is shaped like a key goes too, whoever's.
             detail = redact_text(scrub(err.failure.detail))
-            failure = dataclasses.replace(err.failure, detail=detail)
+            failure = replace(err.failure, detail=detail)
             raise ProviderError(failure, partial=scrub(err.partial)) from None
         if stream is not None:
             stream.flush()
         model = None if reply.model is None else scrub(reply.model)
-        return dataclasses.replace(reply, text=scrub(reply.text), model=model)
+        return replace(reply, text=scrub(reply.text), model=model)
 
     def close(self) -> None:
         close = getattr(self._inner, "close", None)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.model import Reply
+from gateway.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SseEvent:
     event: str  # "message" when the frame names none (OpenAI, Gemini)
     data: str  # the frame's data lines joined with "\n"

@@ -7,11 +7,11 @@ somehow escapes the simulation cannot reach anything.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from urllib.parse import quote
 
 from gateway.config import Deployment
 from gateway.model import ProviderKind
+from gateway.record import replace
 
 SIM_HOST = "sim.invalid"  # .invalid never resolves (RFC 2606): a leaked request cannot go out
 AZURE_API_VERSION = "2024-10-21"

@@ -9,12 +9,12 @@ filter (finish_reason content_filter) as its refusal.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import httpx
 
 from gateway.config import Deployment
+from gateway.record import replace
 from gateway.simulate.addresses import AZURE_API_VERSION
 from gateway.simulate.openai import OpenAIWire
 from gateway.simulate.wire import (

@@ -36,11 +36,11 @@ import difflib
 import itertools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 
 from gateway.config import Deployment
 from gateway.model import ProviderKind
+from gateway.record import record
 
 GRAMMAR = """\
 fault spec: NAME=SPEC[,SPEC...]   (specs apply in order, one call after another)
@@ -76,7 +76,7 @@ _KEYWORDS: dict[str, FaultKind] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One spec: what happens, and to how many calls in a row (None = every call)."""
 
@@ -101,7 +101,7 @@ class Step:
         return what + count + delay
 
 
-@dataclass(frozen=True)
+@record
 class Fault:
     """A deployment's schedule of faults: steps applied one call after another."""
 

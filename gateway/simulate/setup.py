@@ -8,9 +8,9 @@ real key is ever handed to anything (nothing leaves the process either way).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from gateway.config import Config
+from gateway.record import replace
 from gateway.simulate.addresses import simulated_deployment
 
 DUMMY_KEY = "simulated-key-not-a-secret"

@@ -10,19 +10,19 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
 from gateway.config import Deployment
+from gateway.record import record
 
 Json = dict[str, Any]
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 
 
-@dataclass(frozen=True)
+@record
 class Call:
     """What a fake server knows about the request it is answering."""
 
@@ -211,7 +211,7 @@ class Frames(httpx.SyncByteStream):
             )
 
 
-@dataclass(frozen=True)
+@record
 class Stream:
     """A streamed answer in three parts, so a cut can fall after any text delta."""
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 
 from gateway.model import Cooldown, CooldownBasis
+from gateway.record import replace
 from gateway.secrets.key import Secret
 from gateway.state.records import Lease, Snapshot, State, StateBounds
 

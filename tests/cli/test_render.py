@@ -54,7 +54,7 @@ def render(table: object, width: int = 120) -> str:
 
 
 def test_a_deployment_that_went_through_several_keys_names_each_call_s_key() -> None:
-    from dataclasses import replace
+    from gateway.record import replace
 
     first = replace(GAVE_UP, key="KEY_A", error_class=ErrorKind.AUTH, status=401)
     second = Attempt("primary", 3, 200, None, Outcome.ANSWERED, 0.0, 0.3, "", "KEY_B")

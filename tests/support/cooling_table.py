@@ -8,12 +8,13 @@ cools nothing. In no case is `fallback` cooled: it did not fail, whatever key it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from gateway.config import Config, Deployment, Policy
 from gateway.engine.credentials import key_name
 from gateway.model import ErrorKind, Failure, ProviderKind
+from gateway.record import replace
 from tests.support.fakes import failure
 
 

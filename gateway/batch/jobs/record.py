@@ -5,16 +5,16 @@ which the records are rebuilt from)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from gateway.batch.source import ItemId
 from gateway.model import ProviderKind
+from gateway.record import record
 
 VERSION = 2
 _READS = (1, 2)  # a job kept by the version before the parts is one part
 
 
-@dataclass(frozen=True)
+@record
 class JobItem:
     """One question sent: its id and line in the input, the custom id the provider echoes,
     and which of the job's parts (provider batches) it went in."""
@@ -25,7 +25,7 @@ class JobItem:
     part: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class KeptJob:
     """The job `batch_id` at `provider` through `deployment`, sent from `input` (an
     absolute path) at `submitted_at` (epoch seconds); `items` in the order sent. `parts`:

@@ -4,11 +4,11 @@ them, one request's outcome, and the Protocol an adapter fills."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
 from gateway.model import Reply, Request
+from gateway.record import record
 
 
 class BatchState(StrEnum):
@@ -32,7 +32,7 @@ class ItemKind(StrEnum):
     CANCELED = "canceled"  # the job was cancelled before it ran
 
 
-@dataclass(frozen=True)
+@record
 class Counts:
     """The provider's own counts of the job's requests (None: it does not report that one)."""
 
@@ -45,7 +45,7 @@ class Counts:
         return self.succeeded + self.failed
 
 
-@dataclass(frozen=True)
+@record
 class Snapshot:
     """One look at a job: its id, where it is (`state`, and the provider's own word in
     `status`), its counts."""
@@ -59,7 +59,7 @@ class Snapshot:
     outputs: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """One request of a job: the id the provider echoes back, and what it asks."""
 
@@ -67,7 +67,7 @@ class Entry:
     request: Request
 
 
-@dataclass(frozen=True)
+@record
 class ItemResult:
     """One request's outcome. `reply` is the model's reply, read by the chat adapter's own
     parser (SUCCEEDED only); `detail` says why it failed, without the prompt."""
@@ -78,7 +78,7 @@ class ItemResult:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Caps:
     """The most one job of a provider's Batch API may hold: `requests` in number and
     `bytes` of its request (the uploaded file, or the body it is posted in); None: no such

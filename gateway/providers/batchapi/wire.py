@@ -11,7 +11,6 @@ of every error's detail.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ import httpx
 from gateway.clock import SystemClock
 from gateway.model import ProviderError
 from gateway.providers.jsonshape import decode_json, encode
+from gateway.record import replace
 from gateway.secrets.redactor import Redactor
 from gateway.secrets.shapes import secret_header_values
 
@@ -125,4 +125,4 @@ class BatchHttp:
         detail = self._redactor.scrub(err.failure.detail)
         if detail == err.failure.detail:
             return err
-        return ProviderError(dataclasses.replace(err.failure, detail=detail))
+        return ProviderError(replace(err.failure, detail=detail))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 import pytest
 
@@ -25,6 +24,7 @@ from gateway.model import (
     Timer,
     Usage,
 )
+from gateway.record import replace
 from gateway.state.memory import MemoryStore
 from tests.support.fakes import ScriptedFactory, ScriptedProvider, Stream, answer, failure
 

@@ -5,7 +5,6 @@ with an answer or with a 429; and the wait shows in the attempts table."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from pathlib import Path
 
 from gateway.clock import VirtualClock
@@ -15,6 +14,7 @@ from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
 from gateway.limits.redis import RedisAllowance
 from gateway.model import ErrorKind, Headroom, Outcome, Reply, Window
+from gateway.record import replace
 from gateway.state.memory import MemoryStore
 from gateway.state.redis import RedisStore
 from tests.gateway.engine.test_fleet_limits import ask, engine, two_on_one_key

@@ -6,8 +6,6 @@ budget fail over; a Retry-After's wait gets a small positive jitter."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from gateway.clock import FixedRandom, VirtualClock
@@ -18,6 +16,7 @@ from gateway.limits import rules
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
 from gateway.model import ErrorKind, Outcome, ProviderKind, Reply, Request, Result
+from gateway.record import replace
 from gateway.state.memory import MemoryStore
 from tests.support.fakes import ScriptedFactory, ScriptedProvider, answer, failure
 

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from gateway.knowledge.rank import rank
 from gateway.knowledge.select import select
 from gateway.knowledge.store import SqliteIndex
 from gateway.model import Article, Status
+from gateway.record import replace
 from prompts import load_prompt, render
 from tests.support.helpcentre import age, write_centre
 from tests.support.paths import REPO

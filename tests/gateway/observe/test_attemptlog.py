@@ -288,9 +288,8 @@ def test_many_timestamps_read_as_datetime_writes_them() -> None:
 
 
 def test_the_passages_sent_are_counted_never_their_text(tmp_path: Path) -> None:
-    from dataclasses import replace
-
     from gateway.model import Source
+    from gateway.record import replace
 
     secret = "The vault code is 4242 and lives on passage three."
     sent = (
