@@ -3,18 +3,30 @@ another format up to date (`gateway.knowledge.store` keeps the index in it).
 
 An index of a format in `_MIGRATES` is brought up to date in place, in one transaction:
 the user's index is kept (its files, passages and terms), and what the new format adds is
-filled in by the refresh that follows every opening. An index of any other format (or
-none: a new file) is made anew, and the refresh reads every file.
+filled in by the migration or the refresh that follows every opening. An index of any
+other format (or none: a new file) is made anew, and the refresh reads every file.
+
+Every question over a kept index reads two things whose cost would otherwise grow with the
+help centre: every file's identity (is it still as it was read?) and the set's totals
+(BM25's average length, the budget's check). A file's row holds its article's whole text,
+so scanning the table reads the set; `files_seen` holds only the identities (a scan of it
+costs about a sixth of the table's over PostgreSQL's manual), and the totals are counted
+once per update that changes the set (`keep_totals`), not once per question.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-FORMAT = "4"  # 3: each file keeps its article's stated public url; 4: and its page kind
+# 3: each file keeps its article's stated public url; 4: and its page kind; 5: the set's
+# totals kept in meta, and the files' identities in an index of their own.
+FORMAT = "5"
 # The formats an index is brought up to date from in place (`_migrate`); any other is
 # rebuilt.
-_MIGRATES = {"3"}
+_MIGRATES = {"3", "4"}
+# The set's totals, as `keep_totals` counts them: articles (readable files), their words
+# and estimated tokens added up.
+TOTALS = ("articles", "words", "tokens")
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
@@ -24,6 +36,7 @@ CREATE TABLE files(
 CREATE TABLE passages(
     id INTEGER PRIMARY KEY, file INT NOT NULL, number INT, heading TEXT, hstart INT,
     hend INT, start INT, "end" INT, words INT, first INT, tokens INT);
+CREATE INDEX files_seen ON files(path, size, mtime_ns, inode, problem);
 CREATE INDEX passages_file ON passages(file, number);
 CREATE VIRTUAL TABLE terms USING fts5(heading, body, tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, instance);
@@ -63,6 +76,7 @@ def prepare(db: sqlite3.Connection) -> None:
             if statement.strip():
                 db.execute(statement)
         db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+        keep_totals(db)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -77,13 +91,39 @@ def _format(db: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+def keep_totals(db: sqlite3.Connection) -> None:
+    """Count the set's `TOTALS` into meta, inside the caller's transaction: after every
+    update that changed the set."""
+    counted = db.execute(
+        "SELECT count(*), coalesce(sum(words), 0), coalesce(sum(tokens), 0) FROM files "
+        "WHERE problem IS NULL"
+    ).fetchone()
+    db.executemany(
+        "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+        [(key, str(value)) for key, value in zip(TOTALS, counted, strict=True)],
+    )
+
+
+def totals(db: sqlite3.Connection) -> dict[str, int]:
+    """The set's `TOTALS` as last counted (0 for one never counted)."""
+    marks = ", ".join("?" for _ in TOTALS)
+    kept = dict(db.execute(f"SELECT key, value FROM meta WHERE key IN ({marks})", TOTALS))
+    return {key: int(kept.get(key, 0)) for key in TOTALS}
+
+
 def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a format-3 index to this format in place, inside the caller's transaction.
-    A page's kind is read from its markup, which the index does not keep: every file is
-    marked unsettled (as one changed while it was read), so the refresh that follows
-    every opening reads it again; until then it ranks as an article, as before."""
-    db.execute("ALTER TABLE files ADD COLUMN kind TEXT")
-    db.execute("UPDATE files SET mtime_ns = -1")
+    """Bring an index of a format of `_MIGRATES` to this format in place, inside the
+    caller's transaction. From 3: a page's kind is read from its markup, which the index
+    does not keep, so every file is marked unsettled (as one changed while it was read)
+    and the refresh that follows every opening reads it again; until then it ranks as an
+    article, as before. From 4: the identities' index made and the totals counted."""
+    if _format(db) == "3":
+        db.execute("ALTER TABLE files ADD COLUMN kind TEXT")
+        db.execute("UPDATE files SET mtime_ns = -1")
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS files_seen ON files(path, size, mtime_ns, inode, problem)"
+    )
+    keep_totals(db)
     db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (FORMAT,))
 
 

@@ -50,6 +50,8 @@ _SETTLE_FINE_NS = 100_000_000
 _SETTLE_COARSE_NS = 2_000_000_000
 _WAIT_S = 60.0  # how long to wait for another process's update before giving up on it
 Warn = Callable[[str], None]
+# A file's row as a refresh compares it: id, path, size, mtime_ns, inode, problem.
+Seen = tuple[int, str, int, int, int, str | None]
 
 
 class IndexUnavailable(Exception):
@@ -191,18 +193,24 @@ class SqliteIndex:
 
     # -- refreshing ------------------------------------------------------------------
 
-    def stale(self, found: Sequence[Found]) -> tuple[list[Found], list[int]]:
-        """The files to read again (new or changed) and the ids of those gone."""
-        known = {
-            path: (fid, size, mtime, inode)
-            for fid, path, size, mtime, inode in self._db.execute(
-                "SELECT id, path, size, mtime_ns, inode FROM files"
-            )
-        }
+    def _seen(self) -> list[Seen]:
+        """Every file's row id, path, identity and problem (from `schema`'s narrow index)."""
+        return self._db.execute(
+            "SELECT id, path, size, mtime_ns, inode, problem FROM files"
+        ).fetchall()
+
+    def stale(
+        self,
+        found: Sequence[Found],
+        seen: Sequence[Seen] | None = None,
+    ) -> tuple[list[Found], list[int]]:
+        """The files to read again (new or changed) and the ids of those gone (`seen`: the
+        files' rows as `_seen` read them, else read now)."""
+        known = {row[1]: row for row in (self._seen() if seen is None else seen)}
         changed = []
         for file in found:
             row = known.pop(file.path, None)
-            if row is None or row[1:] != (file.size, file.mtime_ns, file.inode):
+            if row is None or row[2:5] != (file.size, file.mtime_ns, file.inode):
                 changed.append(file)
         return changed, [row[0] for row in known.values()]
 
@@ -212,7 +220,8 @@ class SqliteIndex:
         """Bring the index up to the files `found` now: read the new and changed ones,
         drop the gone ones. Raises `IndexBusy` if another process holds it too long."""
         started = time.monotonic()
-        changed, gone = self.stale(found)
+        seen = self._seen()
+        changed, gone = self.stale(found, seen)
         done_bytes = 0
         notes: list[str] = []
         if changed or gone:
@@ -248,11 +257,13 @@ class SqliteIndex:
                     "INSERT OR REPLACE INTO meta VALUES ('refreshed', ?), ('roots', ?)",
                     (str(time.time()), "\0".join(self.roots)),
                 )
+                schema.keep_totals(self._db)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        self._arrange(found)
+            seen = self._seen()
+        self._arrange(found, seen)
         self.warnings += notes
         return Refresh(
             len(changed),
@@ -329,12 +340,9 @@ class SqliteIndex:
                 (cursor.lastrowid, passage.heading_terms, passage.body_terms),
             )
 
-    def _arrange(self, found: Sequence[Found]) -> None:
+    def _arrange(self, found: Sequence[Found], seen: Sequence[Seen]) -> None:
         """Number the articles in the order the files were found; collect the warnings."""
-        rows = {
-            path: (fid, problem)
-            for fid, path, problem in self._db.execute("SELECT id, path, problem FROM files")
-        }
+        rows = {path: (fid, problem) for fid, path, _, _, _, problem in seen}
         self._order, self._ids, self.warnings = {}, [], []
         self._passage_ids = {}
         for file in found:
@@ -350,21 +358,17 @@ class SqliteIndex:
     # -- the Index protocol ----------------------------------------------------------
 
     def size(self) -> SetSize:
-        tokens = self._db.execute(
-            "SELECT coalesce(sum(tokens), 0) FROM files WHERE problem IS NULL"
-        ).fetchone()[0]
-        return SetSize(len(self._ids), tokens)
+        return SetSize(len(self._ids), schema.totals(self._db)["tokens"])
 
     def hits(self, words: Sequence[str]) -> Hits:
         """The counts of `words` in the articles the first cut chooses (`cut`): every one
         when the set has no more than the cut takes."""
         db = self._db
         marks = ", ".join("?" for _ in words)
-        passages, avg = db.execute(
-            "SELECT (SELECT count(*) FROM passages), "
-            "(SELECT avg(words) FROM files WHERE problem IS NULL)"
-        ).fetchone()
-        found = Hits(passages + len(self._ids), len(self._ids), float(avg or 1.0))
+        (passages,) = db.execute("SELECT count(*) FROM passages").fetchone()
+        kept = schema.totals(db)
+        average = kept["words"] / kept["articles"] if kept["words"] else 1.0
+        found = Hits(passages + len(self._ids), len(self._ids), average)
         # Document frequencies from the vocabularies' own counts: passages, then titles.
         for vocab in ("terms_rows", "titles_rows"):
             for term, docs in db.execute(

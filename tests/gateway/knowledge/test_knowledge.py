@@ -4,6 +4,7 @@ the bad inputs a real folder holds."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -240,6 +241,43 @@ def test_a_changed_added_or_removed_file_is_reindexed_alone(tmp_path: Path) -> N
         assert index.fetch([rank("zebra crossings", index)[0].key])[0].path == str(page)
         assert rank("flamingos", index)
         assert index.size().articles == 30
+
+
+def test_the_kept_totals_follow_the_set_as_it_changes(tmp_path: Path) -> None:
+    # The budget's check and BM25's average length are kept with the index, not counted
+    # per question: after each change they must be the set's as it is now.
+    root = big(tmp_path)
+    path = store.index_path(tmp_path / "cache", [root])
+    question = "How do I reset my password?"
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        fresh(index, root)
+        assert index.size() == MemoryIndex(index.articles()).size()
+    (root / "part2" / "page-00002.html").unlink()
+    age(root / "new.md", "# Passwords\n\nTo reset your password, open Settings.\n" * 40)
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 1
+        assert index.size() == MemoryIndex(index.articles()).size()
+        kept = rank(question, index)
+    with SqliteIndex.open(None, [root], warn=pytest.fail) as rebuilt:
+        fresh(rebuilt, root)
+        assert kept == rank(question, rebuilt)
+
+
+def test_an_index_of_the_previous_format_is_kept_without_reading_a_file(tmp_path: Path) -> None:
+    root = big(tmp_path)
+    path = store.index_path(tmp_path / "cache", [root])
+    question = "How do I reset my password?"
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        fresh(index, root)
+        size, ranked = index.size(), rank(question, index)
+    # As format 4 left it: no totals kept, no index of the files' identities.
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX files_seen")
+        db.execute("DELETE FROM meta WHERE key IN ('articles', 'words', 'tokens')")
+        db.execute("UPDATE meta SET value = '4' WHERE key = 'format'")
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 0
+        assert (index.size(), rank(question, index)) == (size, ranked)
 
 
 def test_a_file_changed_within_the_same_tick_is_read_again(tmp_path: Path) -> None:
