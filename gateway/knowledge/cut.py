@@ -104,8 +104,16 @@ def needles(words: Sequence[str]) -> list[tuple[str, str]]:
 def counts(terms_text: str, wanted: Sequence[tuple[str, str]]) -> dict[str, int]:
     """How often each word of `wanted` (`needles`) is in `terms_text` (terms written
     space-separated, as the index keeps them): whole terms only."""
-    if not terms_text:
-        return {}
-    # Every term between two spaces of its own, so neighbours do not share one.
-    spaced = f" {terms_text.replace(' ', '  ')} "
-    return {word: n for word, needle in wanted if (n := spaced.count(needle))}
+    out: dict[str, int] = {}
+    spaced = ""
+    for word, needle in wanted:
+        # Most passages read hold one or two of the question's words: a word that is not
+        # even a substring costs one scan, and the spaced copy is made only for one that is.
+        if word not in terms_text:
+            continue
+        if not spaced:
+            # Every term between two spaces of its own, so neighbours do not share one.
+            spaced = f" {terms_text.replace(' ', '  ')} "
+        if n := spaced.count(needle):
+            out[word] = n
+    return out
