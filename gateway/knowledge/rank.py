@@ -30,7 +30,6 @@ covers a question at all, and what the offline `local` deployment answers by.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping
 
 from gateway.knowledge.index import Index, PassageKey
@@ -84,16 +83,19 @@ def rank(question: str | Query, index: Index) -> list[Ranked]:
     }
     if not any(idf.values()):
         return []
-    per_article: dict[int, Counter[str]] = {}
+    per_article: dict[int, dict[str, int]] = {}
+    body_of, heading_of = hits.body, hits.heading
     for key, facts in hits.facts.items():
-        counts = per_article.setdefault(key[0], Counter())
-        counts.update(hits.body.get(key, {}))
+        counts = per_article.setdefault(key[0], {})
+        for term, count in body_of.get(key, {}).items():
+            counts[term] = counts.get(term, 0) + count
         if facts.first:  # a heading shared by a section's passages counts once
-            counts.update(hits.heading.get(key, {}))
+            for term, count in heading_of.get(key, {}).items():
+                counts[term] = counts.get(term, 0) + count
     for article, title in hits.title.items():
-        counts = per_article.setdefault(article, Counter())
+        counts = per_article.setdefault(article, {})
         for term, count in title.items():
-            counts[term] += TITLE_WEIGHT * count
+            counts[term] = counts.get(term, 0) + TITLE_WEIGHT * count
     article_score = {
         article: _bm25(counts, hits.lengths[article], hits.article_words, idf)
         for article, counts in per_article.items()
@@ -107,18 +109,22 @@ def rank(question: str | Query, index: Index) -> list[Ranked]:
     no_norm = K1 * (1 - B)
     per_word = K1 * B / AVERAGE_PASSAGE_WORDS
     heading_norm = K1  # a heading is scored as a one-word document of average length
-    empty: Counter[str] = Counter()
+    empty: dict[str, int] = {}
+    place = {term: number for number, term in enumerate(weights)}
     navigation = hits.navigation
     ranked = []
     for key, facts in hits.facts.items():
         article = key[0]
         title = hits.title.get(article, empty)
-        body = hits.body.get(key, empty)
-        heading = hits.heading.get(key, empty)
+        body = body_of.get(key, empty)
+        heading = heading_of.get(key, empty)
         norm = no_norm + per_word * facts.words
         score = article_score[article]
         held = 0.0
-        for term, weight in weights.items():
+        # Only the question's words the passage holds add to it, taken in the question's
+        # order (the order the sums were always made in, so the scores are the same).
+        present = body.keys() | heading.keys() | title.keys()
+        for term in sorted(present, key=place.__getitem__) if len(present) > 1 else present:
             tf = title.get(term, 0) + body.get(term, 0)
             in_heading = heading.get(term, 0)
             if tf:
@@ -131,8 +137,7 @@ def rank(question: str | Query, index: Index) -> list[Ranked]:
                     * saturation
                     / (in_heading + heading_norm)
                 )
-            if tf or in_heading:
-                held += weight
+            held += weights[term]
         if article in navigation:
             ranked.append(Ranked(key, score * NAVIGATION_WEIGHT, held / total, facts.tokens, True))
         else:
