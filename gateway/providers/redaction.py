@@ -51,8 +51,11 @@ class RedactingProvider:
             raise ProviderError(failure, partial=scrub(err.partial)) from None
         if stream is not None:
             stream.flush()
+        text = scrub(reply.text)
         model = None if reply.model is None else scrub(reply.model)
-        return replace(reply, text=scrub(reply.text), model=model)
+        if text is reply.text and model is reply.model:
+            return reply  # nothing to cut (`scrub` hands back what it was given): no copy
+        return replace(reply, text=text, model=model)
 
     def close(self) -> None:
         close = getattr(self._inner, "close", None)
