@@ -42,7 +42,8 @@ class Budget:
         return self.start + self.total
 
     def left(self, now: float) -> float:
-        return max(0.0, self.deadline - now)
+        left = self.start + self.total - now
+        return left if left > 0.0 else 0.0
 
     def fits(self, wait: float, now: float, attempt: float = MIN_ATTEMPT_S) -> bool:
         """Whether waiting `wait` still leaves `attempt` seconds for the next call."""

@@ -102,35 +102,58 @@ def keys_for(deployment: Deployment, environ: Mapping[str, str]) -> Keys:
     return Keys(tuple(usable), tuple(unusable), needed=bool(names))
 
 
+class KeySet(NamedTuple):
+    """Every deployment's keys as the environment held them at one moment, and the key in
+    force under each record name (what reading the state needs)."""
+
+    values: tuple[str | None, ...]  # each key variable's value, as read
+    by_deployment: Mapping[str, tuple[Deployment, Keys]]
+    current: Mapping[str, Secret | None]
+    environ: Mapping[str, str]
+
+    def keys_for(self, deployment: Deployment) -> Keys:
+        found = self.by_deployment.get(deployment.name)
+        if found is not None and found[0] is deployment:
+            return found[1]
+        return keys_for(deployment, self.environ)  # not one of the config's: read afresh
+
+
 class KeyRing:
-    """Each deployment's keys, read from `environ` once and again only when one of its
-    variables changes (a key rotated under a long-lived engine): a question looks at a
-    deployment's keys several times, and checking a value is dearer than comparing it."""
+    """Each deployment's keys, read from `environ` and checked again only when one of the
+    config's key variables changes (a key rotated under a long-lived engine): a question
+    reads them once (`now`), and comparing the values is cheaper than checking them."""
 
     def __init__(self, config: Config, environ: Mapping[str, str]) -> None:
         self._config = config
         self._environ = environ
-        self._read: dict[str, tuple[tuple[str | None, ...], Keys]] = {}
-        self._names: frozenset[str] | None = None
+        deployments = config.all_deployments()
+        self._variables = tuple(dict.fromkeys(v for d in deployments for v in variables(d)))
+        self._names = record_names(config)
+        self._seen: KeySet | None = None
+
+    def now(self) -> KeySet:
+        """The keys as the environment holds them now."""
+        values = tuple(map(self._environ.get, self._variables))
+        seen = self._seen
+        if seen is not None and seen.values == values:
+            return seen
+        by_deployment = {
+            d.name: (d, keys_for(d, self._environ)) for d in self._config.all_deployments()
+        }
+        current: dict[str, Secret | None] = dict.fromkeys(self._names)
+        for _, keys in by_deployment.values():
+            for key in keys.usable:
+                current[key.record] = key.secret
+        # One assignment: a question on another thread sees the old set or the new one.
+        self._seen = seen = KeySet(values, by_deployment, current, self._environ)
+        return seen
 
     def keys_for(self, deployment: Deployment) -> Keys:
-        values = tuple(map(self._environ.get, deployment.key_variables))
-        seen = self._read.get(deployment.name)
-        if seen is not None and seen[0] == values:
-            return seen[1]
-        keys = keys_for(deployment, self._environ)
-        self._read[deployment.name] = (values, keys)
-        return keys
+        return self.now().keys_for(deployment)
 
-    def current(self) -> dict[str, Secret | None]:
-        """The key in force under each record name (`current`), the names worked out once."""
-        if self._names is None:
-            self._names = record_names(self._config)
-        out: dict[str, Secret | None] = dict.fromkeys(self._names)
-        for d in self._config.all_deployments():
-            for key in self.keys_for(d).usable:
-                out[key.record] = key.secret
-        return out
+    def current(self) -> Mapping[str, Secret | None]:
+        """The key in force under each record name (`current`)."""
+        return self.now().current
 
 
 def rotates(deployment: Deployment) -> bool:
@@ -156,7 +179,7 @@ def record_names(config: Config) -> frozenset[str]:
     return frozenset(names)
 
 
-def current(config: Config, environ: Mapping[str, str]) -> dict[str, Secret | None]:
+def current(config: Config, environ: Mapping[str, str]) -> Mapping[str, Secret | None]:
     """The key in force under each record name, for reading the state: records bound to a
     key that changed (or is gone) are void. Deployments' own records are bound to none."""
     return KeyRing(config, environ).current()

@@ -44,7 +44,7 @@ class Fitting:
         # Every cl100k token is at least one byte, so the UTF-8 length bounds the count from
         # above. When even that bound fits every window, the exact count cannot change a
         # routing decision and loading the tokenizer (the slowest part of start-up) is skipped.
-        bound = len(text.encode("utf-8"))
+        bound = len(text) if text.isascii() else len(text.encode("utf-8"))
         smallest = min(d.context_window for d in self.config.all_deployments())
         if exact or bound + self.config.max_output_tokens > smallest:
             return self.count_tokens(text), True

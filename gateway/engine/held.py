@@ -41,6 +41,8 @@ class HeldDeployments:
 
     def release(self, name: str) -> bool:
         """Forget `name` (a success proved it well); whether it was held."""
+        if not self._held:
+            return False  # the common case, without the lock, as in `holding`
         with self._lock:
             return self._held.pop(name, None) is not None
 

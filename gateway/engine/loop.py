@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from gateway.config import Config, Deployment
 from gateway.engine import allowances, credentials
 from gateway.engine.backoff import Budget
-from gateway.engine.credentials import Keys
+from gateway.engine.credentials import Keys, KeySet
 from gateway.engine.fitting import Fitting
 from gateway.engine.held import HeldDeployments
 from gateway.engine.policy import (
@@ -65,7 +65,8 @@ from gateway.secrets.key import Secret
 
 @record
 class _Seams:
-    """What one question is given by the engine that asks it; it reaches for nothing else."""
+    """What every question is given by the engine that asks it (built once, with the
+    engine: none of it changes between questions); a question reaches for nothing else."""
 
     store: StateStore
     clock: Clock
@@ -73,11 +74,11 @@ class _Seams:
     rng: RandomSource
     count_tokens: Callable[[str], int]
     on_attempt: Callable[[Attempt], None] | None
-    keys_for: Callable[[Deployment], Keys]
-    current_keys: Callable[[], Mapping[str, Secret | None]]
+    keys: Callable[[], KeySet]  # every deployment's keys as the environment holds them now
     provider_for: Callable[[Deployment, Secret | None], Provider]
     held: HeldDeployments
     allowance: Allowance | None
+    rotating: tuple[str, ...]  # the deployments that keep a round-robin cursor
 
 
 class Engine:
@@ -114,9 +115,25 @@ class Engine:
         self._adapters_lock = threading.Lock()
         self._held = HeldDeployments()
         self._keys = credentials.KeyRing(config, environ)
+        self._seams = _Seams(
+            store=store,
+            clock=clock,
+            sleeper=sleeper,
+            rng=rng,
+            count_tokens=count_tokens,
+            on_attempt=on_attempt,
+            keys=self._keys.now,
+            provider_for=self.provider_for,
+            held=self._held,
+            allowance=allowance,
+            rotating=tuple(d.name for d in config.all_deployments() if credentials.rotates(d)),
+        )
 
     def provider_for(self, deployment: Deployment, key: Secret | None) -> Provider:
         slot = (deployment.name, key, threading.get_ident())
+        adapter = self._adapters.get(slot)  # a dict's get is atomic: no lock to find one
+        if adapter is not None:
+            return adapter
         with self._adapters_lock:
             adapter = self._adapters.get(slot)
             if adapter is None:
@@ -164,24 +181,11 @@ class Engine:
         question's result so far: its attempts, the call in flight marked interrupted.
         `on_send` is told each request just before a deployment is called with it (a
         compacted one holds fewer passages: a stream checks its markers against them)."""
-        seams = _Seams(
-            store=self._store,
-            clock=self._clock,
-            sleeper=self._sleeper,
-            rng=self._rng,
-            count_tokens=self._count_tokens,
-            on_attempt=self._on_attempt,
-            keys_for=self.keys_for,
-            current_keys=self._keys.current,
-            provider_for=self.provider_for,
-            held=self._held,
-            allowance=self._allowance,
-        )
         # Every wait and call of this question is measured from its start.
         start = self._clock.monotonic() if started is None else started
         budget = Budget(start, self.config.policy.budget)
         question = _Question(
-            self.config, request, seams, budget, on_text, exact_tokens, compact, on_restart
+            self.config, request, self._seams, budget, on_text, exact_tokens, compact, on_restart
         )
         question.on_send = on_send
         try:
@@ -226,14 +230,17 @@ class _Question:
         self.on_restart = on_restart
         self.on_send: Callable[[Request], None] | None = None
         self.fitting = Fitting(config, request, compact, seams.count_tokens, exact_tokens)
+        # The keys are read once per question: one rotated meanwhile is the next one's.
+        self.keys = seams.keys()
         self.turns = Turns(
             config,
             budget,
             store=seams.store,
             held=seams.held,
             clock=seams.clock,
-            keys_for=seams.keys_for,
+            keys_for=self.keys.keys_for,
             provider_for=seams.provider_for,
+            rotating=seams.rotating,
         )
         self.record = Record(seams.on_attempt)
         self.results = Results(self.fitting, self.record.attempts, seams.clock, budget.start)
@@ -248,7 +255,7 @@ class _Question:
 
     def run(self) -> Result:
         """One loop: take the next deployment, call it, and act on how the call ended."""
-        self.turns.read(self.seams.current_keys())
+        self.turns.read(self.keys.current)
         turn: DeploymentTurn | None = None
         while True:
             if turn is None:
@@ -388,7 +395,7 @@ class _Question:
 
         # The last deployment that can still be tried is never cut off for a slow start:
         # there is nothing faster to move on to.
-        alternatives = any(self._barrier(other) is None for other in self.queue)
+        alternatives = bool(self.queue) and any(self._barrier(o) is None for o in self.queue)
         started = self.clock.monotonic()
         partial = ""
         result: Reply | Failure

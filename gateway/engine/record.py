@@ -28,6 +28,13 @@ class Record:
 
     def add(self, attempt: Attempt) -> None:
         self.attempts.append(attempt)
+        if log.isEnabledFor(logging.INFO):  # the line's arguments cost more than the check
+            self._log(attempt)
+        if self.on_attempt is not None:
+            self.on_attempt(attempt)
+
+    @staticmethod
+    def _log(attempt: Attempt) -> None:
         log.info(
             "%s #%d %s%s -> %s (wait %.2f s, %.3f s) %s",
             attempt.deployment,
@@ -39,8 +46,6 @@ class Record:
             attempt.elapsed_s,
             attempt.detail,
         )
-        if self.on_attempt is not None:
-            self.on_attempt(attempt)
 
     def skip(self, d: Deployment, why: str) -> None:
         self.add(Attempt(d.name, 0, None, None, Outcome.SKIPPED, 0.0, 0.0, why))

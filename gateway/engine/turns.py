@@ -61,7 +61,9 @@ class Turns:
         clock: Clock,
         keys_for: Callable[[Deployment], Keys],
         provider_for: Callable[[Deployment, Secret | None], Provider],
+        rotating: tuple[str, ...] = (),
     ) -> None:
+        """`rotating`: the deployments that keep a round-robin cursor in the state."""
         self.config = config
         self.budget = budget
         self.store = store
@@ -69,13 +71,13 @@ class Turns:
         self.clock = clock
         self.keys_for = keys_for
         self.provider_for = provider_for
+        self.rotating = rotating
         self.seen = Snapshot({})  # the shared state, read once when the question starts
         self.probes: set[str] = set()  # records this question holds the probe lease of
 
     def read(self, current_keys: Mapping[str, Secret | None]) -> None:
         """Read the shared state, moving every round-robin cursor on by one."""
-        rotating = [d.name for d in self.config.all_deployments() if credentials.rotates(d)]
-        self.seen = self.store.read(self.clock.wall(), current_keys, advance=rotating)
+        self.seen = self.store.read(self.clock.wall(), current_keys, advance=self.rotating)
 
     # -- before a turn --------------------------------------------------------------------
 

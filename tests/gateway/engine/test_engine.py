@@ -843,11 +843,18 @@ def test_a_call_whose_usage_is_half_known_has_no_cost():
 def test_each_attempt_reaches_the_hook_before_its_wait_and_is_logged(caplog):
     order: list[str] = []
     h = Harness({"primary": [failure(ErrorKind.RATE_LIMIT), answer("ok")], "fallback": []})
-    h.engine._on_attempt = lambda a: order.append(f"attempt {a.outcome}")
     real_sleep = h.clock.sleep
-    h.engine._sleeper = type(
-        "S", (), {"sleep": lambda self, s: (order.append("sleep"), real_sleep(s))}
-    )()
+    h.engine = Engine(
+        h.config,
+        providers=h.factory,
+        store=h.store,
+        clock=h.clock,
+        sleeper=type("S", (), {"sleep": lambda self, s: (order.append("sleep"), real_sleep(s))})(),
+        rng=FixedRandom(0.5),
+        environ=h.environ,
+        count_tokens=len,
+        on_attempt=lambda a: order.append(f"attempt {a.outcome}"),
+    )
     with caplog.at_level(logging.INFO, logger="support_ask.engine"):
         h.ask()
     assert order == ["attempt retry", "sleep", "attempt answered"]
