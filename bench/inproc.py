@@ -3,8 +3,11 @@
 - The engine with the real OpenAI adapter, against a loopback server in another process
   (so the server's Python does not share the measured interpreter's GIL), compared with a
   raw kept-alive `httpx.Client.post` of the same bytes to the same server. Two wirings:
-  the CLI's (the provider factory builds a fresh adapter, hence a fresh client and
-  connection, for every question) and one that keeps each deployment's adapter.
+  the CLI's (`cli.runtime.wiring.build_engine`: each adapter inside the redacting wrapper;
+  the engine keeps one adapter per deployment and key, so its connection stays alive
+  between questions) and the bare adapter. The CLI's wiring is also compared with a raw
+  post that does the JSON work any client of the API does: `post(json=...)` of the same
+  request (httpx encodes it to the same bytes) and `.json()` of the reply.
 - The engine alone, with an in-memory provider, against calling that provider directly
   (the target: <= 100 us added, `ENGINE_ADDED`), with the memory store and with the real file store.
 - The adapter's request build and reply parse alone: the adapter over an
@@ -138,12 +141,28 @@ def _captured_body(request: Any) -> bytes:
         return server.last_body
 
 
+def _cli_engine(config: Any) -> Any:
+    """The engine as `support-ask` builds it: the real adapters, each redacting the run's
+    keys from what comes back."""
+    from cli.runtime.wiring import build_engine
+    from gateway.clock import SystemClock
+    from gateway.state.memory import MemoryStore
+
+    clock = SystemClock()
+    return build_engine(
+        config, store=MemoryStore(), clock=clock, sleeper=clock, rng=clock, environ={KEY_ENV: KEY}
+    )
+
+
 def _over_loopback(ctx: Context, request: Any) -> list[Row]:
+    import json
+
     import httpx
 
     from gateway.providers import build_provider
 
     body = _captured_body(request)
+    payload = json.loads(body)
     n = ctx.sizes.inproc_iterations
     rows = []
     with ServerProcess() as server, httpx.Client() as raw:
@@ -157,8 +176,11 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
                 raise AssertionError(f"loopback answered {reply.status_code}")
             return reply.content
 
-        def fresh(deployment: Any, key: Any) -> Any:  # what cli.runtime.wiring does
-            return build_provider(deployment, key)
+        def post_json() -> object:
+            reply = raw.post(url, json=payload, headers=headers)
+            if reply.status_code != 200:
+                raise AssertionError(f"loopback answered {reply.status_code}")
+            return reply.json()["choices"][0]["message"]["content"]
 
         kept: dict[str, Any] = {}
 
@@ -168,12 +190,17 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
             return kept[deployment.name]
 
         base_name = "raw kept-alive httpx.Client.post"
-        for name, factory in (
-            ("engine + openai adapter, new adapter per question (CLI wiring)", fresh),
-            ("engine + openai adapter, adapter kept across questions", keep),
+        cli = _answered(_cli_engine(config), request)
+        for name, engine in (
+            ("engine + openai adapter as the CLI wires them (redacting wrapper)", cli),
+            ("engine + bare openai adapter", _answered(_engine(config, keep), request)),
         ):
-            cand, base = paired(_answered(_engine(config, factory), request), post, n)
+            cand, base = paired(engine, post, n)
             rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_name, ADDED))
+        cand, base = paired(cli, post_json, n)
+        name = "engine + openai adapter as the CLI wires them, vs a raw post with its JSON"
+        base_json = "raw kept-alive post(json=) + .json()"
+        rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_json))
 
         # The adapter alone on real sockets: what the engine's rows owe to the HTTP layer
         # (deadline watchdog, streamed read) rather than to the engine.
