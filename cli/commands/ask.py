@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cli.commands.outcome import (
@@ -62,11 +61,13 @@ def read_question(words: tuple[str, ...]) -> str | None:
     return sys.stdin.read()
 
 
-@dataclass
 class _Stdout:
     """Whether the run's one JSON object is out: a failure after it must not add another."""
 
-    result_written: bool = False
+    __slots__ = ("result_written",)
+
+    def __init__(self) -> None:
+        self.result_written = False
 
 
 def run_ask(opts: AskOptions, diag: Diag, *, show_help: Callable[[], None]) -> int:

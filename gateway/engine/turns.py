@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from gateway.config import Config, Deployment
 from gateway.engine import credentials
@@ -33,19 +32,39 @@ log = logging.getLogger("support_ask.engine")
 _PROBED_ELSEWHERE = "its cooldown ended; another invocation is sending the one probe"
 
 
-@dataclass
 class DeploymentTurn:
     """One deployment being called: its adapter, its own budget, its calls so far."""
 
-    deployment: Deployment
-    key: Key | None  # None: a deployment that takes no key
-    spare: list[Key]  # its other keys, tried at once when this one fails for its own sake
-    provider: Provider
-    budget: Budget
-    probe: bool = False  # the one call after its cooldown ended, under the fleet's lease
-    calls: int = 0
-    retries: int = 0
-    grant: Grant | None = None  # its place in the fleet's shared limits, until settled
+    __slots__ = (
+        "budget",
+        "calls",
+        "deployment",
+        "grant",
+        "key",
+        "probe",
+        "provider",
+        "retries",
+        "spare",
+    )
+
+    def __init__(
+        self,
+        deployment: Deployment,
+        key: Key | None,  # None: a deployment that takes no key
+        spare: list[Key],  # its other keys, tried at once when this one fails for its own sake
+        provider: Provider,
+        budget: Budget,
+        probe: bool = False,  # the one call after its cooldown ended, under the fleet's lease
+    ) -> None:
+        self.deployment = deployment
+        self.key = key
+        self.spare = spare
+        self.provider = provider
+        self.budget = budget
+        self.probe = probe
+        self.calls = 0
+        self.retries = 0
+        self.grant: Grant | None = None  # its place in the fleet's shared limits, until settled
 
 
 class Turns:

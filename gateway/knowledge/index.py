@@ -14,11 +14,10 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.model import Article, PageKind, Source
-from gateway.record import record
+from gateway.record import field, record
 from gateway.tokens import estimate
 
 if TYPE_CHECKING:
@@ -36,13 +35,13 @@ class PassageFacts:
     tokens: int  # its body's estimated tokens (`gateway.tokens.estimate`)
 
 
-@dataclass
+@record
 class Hits:
     """Where some terms occur in a set: per passage (body, heading), per article (title).
 
     `df` counts the passages holding a term, and the titles: `units` is how many of both
     there are in the set (BM25's N). `navigation`: the articles hit that are navigation
-    pages (`PageKind.NAVIGATION`).
+    pages (`PageKind.NAVIGATION`). The index that finds them fills the tables in.
     """
 
     units: int

@@ -10,7 +10,6 @@ none: the title is scored on its own. Each passage carries its heading; the prom
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from gateway.model import Article
 from gateway.record import record
@@ -84,11 +83,15 @@ def _plain_heading(line: str) -> bool:
     )
 
 
-@dataclass
 class _Section:
-    heading: str
-    heading_span: Span | None
-    paragraphs: list[Span]
+    """One section as it is read: its heading, and its paragraphs' spans so far."""
+
+    __slots__ = ("heading", "heading_span", "paragraphs")
+
+    def __init__(self, heading: str, heading_span: Span | None, paragraphs: list[Span]) -> None:
+        self.heading = heading
+        self.heading_span = heading_span
+        self.paragraphs = paragraphs
 
 
 def _sections(article: Article) -> list[_Section]:

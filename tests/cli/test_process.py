@@ -223,8 +223,20 @@ _NOT_FOR_AN_ANSWER = (
 )
 
 
-# ... nor, offline, what only a provider over HTTP or a failure needs.
-_NOR_OFFLINE = ("httpx", "secrets", "platformdirs", "hashlib", "random", "datetime", "yaml")
+# ... nor, offline, what only a provider over HTTP or a failure needs; nor dataclasses
+# (and with it inspect): a frozen dataclass compiles its methods when its class is defined,
+# where a gateway.record costs next to nothing (httpx imports inspect for itself).
+_NOR_OFFLINE = (
+    "httpx",
+    "secrets",
+    "platformdirs",
+    "hashlib",
+    "random",
+    "datetime",
+    "yaml",
+    "dataclasses",
+    "inspect",
+)
 
 
 def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
