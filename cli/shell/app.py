@@ -12,7 +12,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from cli.runtime.exitcodes import ExitCode
 from cli.runtime.guard import PROG, markup_mode, run_guarded, silence_stdout, version
 
 if TYPE_CHECKING:
@@ -31,18 +30,13 @@ def _wants_version(args: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
-    from cli.runtime import started
-
-    started.mark()  # the question's budget is measured from here (see cli.runtime.started)
     args = list(sys.argv[1:] if argv is None else argv)
     if _wants_version(args):
-        try:
-            sys.stdout.write(f"{PROG} {version()}\n")
-            sys.stdout.flush()
-        except BrokenPipeError:
-            silence_stdout()
-            raise SystemExit(ExitCode.BROKEN_PIPE) from None
-        raise SystemExit(ExitCode.OK)
+        _print_version()
+    from cli.runtime import started
+    from cli.runtime.exitcodes import ExitCode
+
+    started.mark()  # the question's budget is measured from here (see cli.runtime.started)
     from cli.runtime.signals import stop_on_signals
 
     stop_on_signals()
@@ -68,6 +62,19 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     raise SystemExit(ExitCode.OK)
 
 
+def _print_version() -> NoReturn:
+    # Not even the exit codes' enum is imported: the version costs what starting Python does.
+    try:
+        sys.stdout.write(f"{PROG} {version()}\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from cli.runtime.exitcodes import ExitCode
+
+        silence_stdout()
+        raise SystemExit(ExitCode.BROKEN_PIPE) from None
+    raise SystemExit  # exit 0, ExitCode.OK
+
+
 def _routes_to_ask(args: Sequence[str]) -> bool:
     from cli.shell import routing
 
@@ -83,6 +90,7 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
     import typer
     import typer.main
 
+    from cli.runtime.exitcodes import ExitCode
     from cli.shell.typer_internals import click, show_usage_error
 
     command = typer.main.get_command(app)
