@@ -100,6 +100,12 @@ class ProviderKind(StrEnum):
         """Answers in-process, without network or key: milliseconds, never rate-limited."""
         return self is ProviderKind.LOCAL
 
+    @property
+    def states_limits(self) -> bool:
+        """Its responses carry rate-limit headers (`gateway.providers.headroom`): a cold
+        fleet waits for the first one (`gateway.limits.rules`, the slow start)."""
+        return self in (ProviderKind.OPENAI, ProviderKind.AZURE, ProviderKind.ANTHROPIC)
+
 
 class Timer(StrEnum):
     """Which of an attempt's deadlines ran out."""

@@ -165,10 +165,13 @@ class Allowance(Protocol):
         used: int | None,
         now: float,
         tightening: Tightening | None = None,
+        answered: bool = False,
     ) -> None:
         """The call ended: `used` (the provider's reported tokens, None: not reported)
         replaces what was reserved, and its slots are released; `tightening` (what the
-        provider's rate-limit headers said) books its allowance ahead, in the same step."""
+        provider's rate-limit headers said) books its allowance ahead, in the same step.
+        `answered`: the provider answered (a slow start's probe answered without figures
+        leaves the allowance unheld for a while: `gateway.limits.rules`)."""
         ...
 
     def retry(self, name: str, *, share: float, now: float) -> bool:

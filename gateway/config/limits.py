@@ -19,8 +19,10 @@ _EXAMPLE = "e.g. `limits: {rpm: 500, tpm: 200000, concurrent: 20}`"
 
 
 def read_limits(w: Walk, node: Node | None, path: str) -> Limits | None:
-    """`{rpm, tpm, concurrent, fleet_size}`: whole numbers of at least 1, one of the first
-    three given (an allowance that limits nothing is a mistake, not a choice)."""
+    """`{rpm, tpm, concurrent, fleet_size}`: whole numbers of at least 1, at least one given
+    (an allowance that says nothing is a mistake, not a choice). `fleet_size` alone limits
+    nothing configured: it is the share of the provider's stated limits each process keeps
+    to with the shared store out of reach."""
     if node is None or w.is_null(node):
         return None
     from yaml import MappingNode
@@ -32,8 +34,8 @@ def read_limits(w: Walk, node: Node | None, path: str) -> Limits | None:
     for key, (_, value) in entries.items():
         if not w.is_null(value):
             values[key] = w.gather(1, partial(w.integer, value, join(path, key), minimum=1))
-    if not {"rpm", "tpm", "concurrent"} & values.keys():
-        w.fail(node, path, f"limits nothing: give rpm, tpm or concurrent; {_EXAMPLE}")
+    if not values:
+        w.fail(node, path, f"limits nothing: give rpm, tpm, concurrent or fleet_size; {_EXAMPLE}")
     return Limits(**values)
 
 

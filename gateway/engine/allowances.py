@@ -33,7 +33,9 @@ def claims(config: Config, d: Deployment, key: Key | None, tokens: int) -> tuple
         # The provider counts every process on the key: with the shared store out of
         # reach, each keeps to its share of what it stated, the call's largest fleet.
         fleet = max((c.limits.fleet_size for c in out), default=1)
-        out.append(Claim(provider(d, key.variable), Limits(fleet_size=fleet), tokens))
+        # A provider that states its figures starts slow until it has (`limits.rules`).
+        name, states = provider(d, key.variable), d.provider.states_limits
+        out.append(Claim(name, Limits(fleet_size=fleet), tokens, states))
     return tuple(out)
 
 

@@ -317,15 +317,24 @@ class _Question:
         count = allowances.retry_budget(d) if turn.calls == 0 else None
         if not claims and count is None:
             return True
-        now = self.clock.monotonic()
-        budget = Budget(now, self._left(turn, now))
-        grant = allowance.draw(
-            claims,
-            now=self.clock.wall(),
-            most_wait=max(0.0, budget.longest_wait(now)),
-            hold=d.policy.timeout,
-            count=count,
-        )
+        probed, probe = 0.0, ""
+        while True:
+            now = self.clock.monotonic()
+            budget = Budget(now, self._left(turn, now))
+            grant = allowance.draw(
+                claims,
+                now=self.clock.wall(),
+                most_wait=max(0.0, budget.longest_wait(now)),
+                hold=d.policy.timeout,
+                count=count,
+            )
+            if not rules.probing(grant) or grant.wait > budget.longest_wait(now):
+                break
+            # A cold allowance's first call is out: look again once it may have settled.
+            self.seams.sleeper.sleep(grant.wait)
+            probed, probe = probed + grant.wait, grant.blocking
+        if probed > 0:
+            self.record.waited(turn, probed, f"waited for the limit {probe}")
         if not grant.granted:
             step = over_limit(grant.wait, grant.blocking, budget, now)
             if grant.blocking.startswith("key:") and self.turns.next_key(turn):
@@ -358,7 +367,13 @@ class _Question:
             name = allowances.provider(turn.deployment, turn.key.variable)
             ago = self.clock.monotonic() - sent
             tightening = rules.tightening(result.headroom, name, grant.claims, ago=ago)
-        self.seams.allowance.settle(grant, used=used, now=self.clock.wall(), tightening=tightening)
+        self.seams.allowance.settle(
+            grant,
+            used=used,
+            now=self.clock.wall(),
+            tightening=tightening,
+            answered=isinstance(result, Reply),
+        )
 
     def _may_retry(self, d: Deployment) -> bool:
         """Whether the fleet's retry budget for `d` has room for one more retry."""

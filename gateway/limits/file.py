@@ -45,6 +45,7 @@ def _parse(data: bytes) -> Ledger:
             held,
             _number(raw.get("requests_rate", 0.0)),
             _number(raw.get("tokens_rate", 0.0)),
+            _number(raw.get("quiet_until", 0.0)),
         )
     tallies = {
         name: Tally(_number(raw["requests"]), _number(raw["retries"]), _number(raw["at"]))

@@ -50,7 +50,8 @@ def pruned(ledger: Ledger, now: float) -> Ledger:
     buckets = {
         name: b
         for name, b in ledger.buckets.items()
-        if max(b.requests_at, b.tokens_at) + _FORGET_S > now or rules.live(b.held, now)
+        if max(b.requests_at, b.tokens_at, b.quiet_until) + _FORGET_S > now
+        or rules.live(b.held, now)
     }
     tallies = {name: t for name, t in ledger.tallies.items() if t.at + _FORGET_S > now}
     return Ledger(buckets, tallies)
@@ -81,16 +82,16 @@ class LocalAllowance(ABC):
             tallies[name] = rules.merged(tallies.get(name, Tally()), tally, now)
         return Ledger(ledger.buckets, tallies)
 
-    def _limits_nothing(self, claims: Sequence[Claim]) -> bool:
+    def _limits_nothing(self, claims: Sequence[Claim], now: float) -> bool:
         """Whether no claim is limited by anything yet (no limits set, no provider's stated
         ones in the ledger): then the call books nothing. Read without the lock: the ledger
         is replaced whole, and a limit stated a moment later holds from the next call."""
         if not claims:
             return True
-        if any(rules.limited(c, EMPTY_BUCKET) for c in claims):
+        if any(rules.held_to(c, EMPTY_BUCKET) != (None, None, None) for c in claims):
             return False  # a configured limit: booked under the lock
         buckets = self._load().buckets
-        return not any(rules.limited(c, buckets.get(c.name, EMPTY_BUCKET)) for c in claims)
+        return not any(rules.limited(c, buckets.get(c.name, EMPTY_BUCKET), now) for c in claims)
 
     def draw(
         self,
@@ -101,7 +102,7 @@ class LocalAllowance(ABC):
         hold: float,
         count: str | None = None,
     ) -> Grant:
-        if self._limits_nothing(claims):
+        if self._limits_nothing(claims, now):
             if count is not None:
                 self._count(count, now)
             return GRANTED
@@ -140,6 +141,7 @@ class LocalAllowance(ABC):
         used: int | None,
         now: float,
         tightening: Tightening | None = None,
+        answered: bool = False,
     ) -> None:
         if not (grant.granted and grant.claims) and tightening is None:
             return
@@ -147,7 +149,9 @@ class LocalAllowance(ABC):
 
         def change(stored: Ledger) -> Ledger | None:
             ledger = self._with_counted(stored, counted, now)
-            changed = rules.settle(ledger.buckets, grant, used=used, now=now, alone=self._alone)
+            changed = rules.settle(
+                ledger.buckets, grant, used=used, now=now, answered=answered, alone=self._alone
+            )
             if tightening is not None:
                 changed |= rules.tighten({**ledger.buckets, **changed}, tightening, now)
             if not changed:

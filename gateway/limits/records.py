@@ -17,11 +17,13 @@ class Claim(NamedTuple):
     `provider:VARIABLE/MODEL`, `tokens` what the call may use (its estimated input plus
     `max_output_tokens`). An allowance's limits are its configured ones, tightened by
     what the provider's headers said (`Bucket`'s rates): a `provider:` allowance has
-    only those."""
+    only those. `stated`: the allowance the provider's headers speak for, which starts
+    slow while they have said nothing (`rules.cold`)."""
 
     name: str
     limits: Limits
     tokens: int
+    stated: bool = False
 
 
 class Grant(NamedTuple):
@@ -46,13 +48,16 @@ class Bucket(NamedTuple):
     theoretical arrival times, epoch seconds), the calls in flight, each slot's ticket
     with the time it is released by itself (a process that died holds none for long), and
     the provider's own limits a minute as its headers last stated them (0: none stated),
-    which hold wherever they are tighter than the configured ones."""
+    which hold wherever they are tighter than the configured ones; `quiet_until`: a
+    provider answered the slow start's probe without stating any, so nothing holds the
+    allowance back until then (`rules.QUIET_S`)."""
 
     requests_at: float = 0.0
     tokens_at: float = 0.0
     held: Mapping[str, float] = _NOTHING_HELD
     requests_rate: float = 0.0
     tokens_rate: float = 0.0
+    quiet_until: float = 0.0
 
 
 class Tightening(NamedTuple):

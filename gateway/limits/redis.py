@@ -6,10 +6,12 @@ Keys, under `state.prefix`:
 
     <prefix>:limit:<name>    a hash: `r` and `t`, when the request and token buckets are
                              next empty (epoch s), and `R` and `T`, the provider's own
-                             limits a minute as its headers stated them; expires once
-                             both buckets are empty
+                             limits a minute as its headers stated them, and `Q`,
+                             until when a probe answered without them leaves it
+                             unheld (`rules.cold`); expires once both buckets are empty
     <prefix>:held:<name>     a sorted set: the calls in flight, each ticket scored with
-                             the time its slot frees itself
+                             the time its slot frees itself (a cold allowance's probe
+                             among them)
     <prefix>:retries:<name>  a hash: a deployment's recent first calls and retries, and
                              when they were counted (the retry budget)
 
@@ -41,15 +43,25 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
+# `rules.cold`: a limit hash's fields R, T, Q (HMGET) say nothing of the provider's yet.
+_COLD = """
+local function unstated(v)
+  return (tonumber(v[1]) or 0) <= 0 and (tonumber(v[2]) or 0) <= 0 and (tonumber(v[3]) or 0) <= now
+end
+"""
+
 # KEYS: per claim its limit hash and held set; then the tally hash, if the draw counts a
-# first call. ARGV: most_wait, ticket, hold, n, burst, poll, margin, then per claim rpm,
-# tpm, concurrent (0: no such limit) and tokens; then the retry window. Returns {granted,
+# first call. ARGV: most_wait, ticket, hold, n, burst, poll, margin, probe, then per claim
+# rpm, tpm, concurrent (0: no such limit), tokens and stated (1: it may start slow); then
+# the retry window. Returns {granted,
 # wait, the blocking claim's number and limit, which claims were taken: a 1 or 0 each}.
 DRAW = (
     _CLOCK
+    + _COLD
     + """
 local most, ticket, hold, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local burst, poll, margin = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local probe = tonumber(ARGV[8])
 local wait, blocking, full = 0, '', false
 local function gcra_wait(at, rate, cost)
   local interval = 60 / rate
@@ -67,14 +79,23 @@ local function lowest(configured, stated)
 end
 local seen, taken = {}, ''
 for i = 1, n do
-  local a = 7 + (i - 1) * 4
+  local a = 8 + (i - 1) * 5
   local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local conc, tokens = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local v = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'R', 'T')
+  local v = redis.call('HMGET', KEYS[2 * i - 1], 'r', 't', 'R', 'T', 'Q')
   local r, t = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+  local cold = ARGV[a + 5] == '1' and unstated({v[3], v[4], v[5]})
   rpm, tpm = lowest(rpm, tonumber(v[3]) or 0), lowest(tpm, tonumber(v[4]) or 0)
-  seen[i] = {r, t, rpm, tpm, conc, tokens}
-  taken = taken .. ((rpm > 0 or tpm > 0 or conc > 0) and '1' or '0')
+  seen[i] = {r, t, rpm, tpm, conc, tokens, cold}
+  taken = taken .. ((rpm > 0 or tpm > 0 or conc > 0 or cold) and '1' or '0')
+  if cold then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2 * i], '-inf', now)
+    local first = redis.call('ZRANGE', KEYS[2 * i], 0, 0, 'WITHSCORES')
+    if #first > 0 then
+      local freed = math.max(0, tonumber(first[2]) - now)
+      full, wait, blocking = true, math.max(wait, math.min(freed, poll)), i .. ' first call'
+    end
+  end
   if rpm > 0 then
     local w = gcra_wait(r, rpm, 1)
     if w > wait then wait, blocking = w, i .. ' rpm' end
@@ -94,7 +115,7 @@ for i = 1, n do
 end
 if full or wait > most then return {0, string.format('%.17g', wait), blocking, taken} end
 for i = 1, n do
-  local r, t, rpm, tpm, conc, tokens = unpack(seen[i])
+  local r, t, rpm, tpm, conc, tokens, cold = unpack(seen[i])
   if rpm > 0 then r = gcra_take(r, rpm, 1) end
   if tpm > 0 then t = gcra_take(t, tpm, tokens) end
   if rpm > 0 or tpm > 0 then
@@ -105,10 +126,13 @@ for i = 1, n do
   if conc > 0 then
     redis.call('ZADD', KEYS[2 * i], now + wait + hold, ticket)
     redis.call('PEXPIRE', KEYS[2 * i], math.ceil((wait + hold) * 1000) + 1000)
+  elseif cold then
+    redis.call('ZADD', KEYS[2 * i], now + wait + math.min(hold, probe), ticket)
+    redis.call('PEXPIRE', KEYS[2 * i], math.ceil((wait + math.min(hold, probe)) * 1000) + 1000)
   end
 end
 if #KEYS > 2 * n then
-  local window = tonumber(ARGV[8 + n * 4])
+  local window = tonumber(ARGV[9 + n * 5])
   local v = redis.call('HMGET', KEYS[#KEYS], 'requests', 'retries', 'at')
   local f = math.exp(-math.max(0, now - (tonumber(v[3]) or now)) / window)
   redis.call('HSET', KEYS[#KEYS], 'requests', string.format('%.17g', (tonumber(v[1]) or 0) * f + 1),
@@ -120,16 +144,26 @@ return {1, string.format('%.17g', wait), blocking, taken}
 )
 
 # KEYS: per claim its limit hash and held set; then the limit hash the provider's headers
-# tighten, if they do. ARGV: ticket, n, then per claim tpm (0: none) and the tokens to
-# give back (negative: taken beyond the reservation); then, with that hash, for requests
+# tighten, if they do. ARGV: ticket, n, answered (1: the provider answered), quiet, then
+# per claim tpm (0: none), the tokens to give back (negative: taken beyond the
+# reservation) and stated (1: it may start slow); then, with that hash, for requests
 # and then tokens: how far ahead of now its bucket is booked at least, and the limit it
 # is read against (`Tightening`).
 SETTLE = (
     _CLOCK
+    + _COLD
     + """
 local ticket, n = ARGV[1], tonumber(ARGV[2])
+local answered, quiet = ARGV[3] == '1', tonumber(ARGV[4])
 for i = 1, n do
-  local tpm, back = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  local a = 4 + (i - 1) * 3
+  local tpm, back = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  if answered and ARGV[a + 3] == '1' then
+    if unstated(redis.call('HMGET', KEYS[2 * i - 1], 'R', 'T', 'Q')) then
+      redis.call('HSET', KEYS[2 * i - 1], 'Q', string.format('%.17g', now + quiet))
+      redis.call('PEXPIRE', KEYS[2 * i - 1], math.ceil((quiet + 60) * 1000))
+    end
+  end
   if back ~= 0 and redis.call('EXISTS', KEYS[2 * i - 1]) == 1 then
     local stated = tonumber(redis.call('HGET', KEYS[2 * i - 1], 'T')) or 0
     if stated > 0 and (tpm <= 0 or stated < tpm) then tpm = stated end
@@ -140,7 +174,7 @@ for i = 1, n do
   redis.call('ZREM', KEYS[2 * i], ticket)
 end
 if #KEYS > 2 * n then
-  local a = 2 + 2 * n
+  local a = 4 + 3 * n
   local ra, rr = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local ta, tr = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local v = redis.call('HMGET', KEYS[#KEYS], 'r', 't')
@@ -197,12 +231,14 @@ class RedisAllowance:
     def _redis(self) -> Any:
         client = self._store.client()
         if client is not self._client:  # registered once per connection, called by SHA
-            self._client = client
+            # The scripts before the client: a thread (`batch` draws from several) that
+            # sees the new client finds its scripts already there.
             self._scripts = {
                 "draw": client.register_script(DRAW),
                 "settle": client.register_script(SETTLE),
                 "retry": client.register_script(RETRY),
             }
+            self._client = client
         return client
 
     def _failed(self, exc: BaseException) -> MemoryAllowance:
@@ -240,9 +276,12 @@ class RedisAllowance:
             repr(rules.BURST_S),
             repr(rules.SLOT_POLL_S),
             repr(rules.MARGIN_S),
+            repr(rules.PROBE_S),
         ]
         for c in claims:
-            args += [c.limits.rpm or 0, c.limits.tpm or 0, c.limits.concurrent or 0, c.tokens]
+            limits = c.limits
+            args += [limits.rpm or 0, limits.tpm or 0, limits.concurrent or 0, c.tokens]
+            args.append(int(c.stated))
         args.append(repr(rules.RETRY_WINDOW_S))
         try:
             self._redis()
@@ -265,17 +304,18 @@ class RedisAllowance:
         used: int | None,
         now: float,
         tightening: Tightening | None = None,
+        answered: bool = False,
     ) -> None:
         if self._local is not None:
-            self._local.settle(grant, used=used, now=now, tightening=tightening)
+            self._local.settle(grant, used=used, now=now, tightening=tightening, answered=answered)
             return
         claims = grant.claims if grant.granted else ()
         if not claims and tightening is None:
             return
         keys = self._keys(claims)
-        args: list[object] = [grant.ticket, len(claims)]
+        args: list[object] = [grant.ticket, len(claims), int(answered), repr(rules.QUIET_S)]
         for c in claims:
-            args += [c.limits.tpm or 0, 0 if used is None else c.tokens - used]
+            args += [c.limits.tpm or 0, 0 if used is None else c.tokens - used, int(c.stated)]
         if tightening is not None:
             keys.append(self._key("limit", tightening.name))
             args += [repr(v) for v in tightening[1:]]

@@ -24,6 +24,19 @@ configured one, and the bucket is booked at least as far ahead as the provider's
 so a key another application also uses paces this fleet down to what is left rather than
 into 429s. They never loosen: a bucket is only ever moved later, and the
 configured limit still holds.
+
+Until the provider has stated its figures, the allowance its headers speak for starts
+slow (`cold`): one call at a time, fleet-wide, goes as the probe (a slot in its `held`,
+where calls at once are kept) and the others wait for it as for any limit, until its
+response books the provider's figures; from then on they pace the fleet. A fleet of
+processes that each sent a burst before any response was read would meet the provider's
+bucket all at once (bench/RESULTS.md, "A fleet within its quota"), and so would a
+configured limit set too high, whose call draws on this allowance too. A probe that
+never settles frees itself after `PROBE_S` (or the call's own timeout, if shorter); one
+that failed frees its slot for the next call to probe; one answered without any figures
+(a provider that states none) leaves the allowance unheld for `QUIET_S`. The figures
+last as long as the allowance's ledger entry does: once it is forgotten, the next call
+probes again.
 """
 
 from __future__ import annotations
@@ -49,6 +62,15 @@ RETRY_WINDOW_S = 60.0
 # Retries always allowed in a quiet window, so a lone question's failure is retried as
 # before: the budget is for a fleet under load.
 MIN_RETRIES = 3.0
+# The longest the slow start's probe holds the fleet back when it never settles (its
+# process died, its call hangs): a few seconds, against a call's timeout of a minute.
+PROBE_S = 5.0
+# How long an answer that stated no figures leaves a cold allowance unheld before the
+# next call probes again.
+QUIET_S = 60.0
+# The limit a call refused while a cold allowance's probe is out is named by: it looks
+# again (`probing`), within its budget.
+PROBING = "first call"
 
 
 def _lowest(configured: int | None, stated: float) -> float | None:
@@ -87,9 +109,26 @@ def held_to(claim: Claim, bucket: Bucket, *, alone: bool = False) -> Held:
     return Held(_part(rpm, n), _part(tpm, n), None if concurrent is None else int(concurrent))
 
 
-def limited(claim: Claim, bucket: Bucket) -> bool:
-    """Whether anything limits `claim` yet: a configured limit, or one its provider stated."""
-    return any(v is not None for v in held_to(claim, bucket))
+def cold(claim: Claim, bucket: Bucket, now: float) -> bool:
+    """Whether `claim` starts slow: the provider's headers speak for it, have stated no
+    figure yet, and have not answered a probe without any lately."""
+    return (
+        claim.stated
+        and bucket.requests_rate <= 0
+        and bucket.tokens_rate <= 0
+        and bucket.quiet_until <= now
+    )
+
+
+def probing(grant: Grant) -> bool:
+    """Whether `grant` was refused only for now: a probe is out; look again after its wait."""
+    return not grant.granted and grant.blocking.endswith(f" {PROBING}")
+
+
+def limited(claim: Claim, bucket: Bucket, now: float) -> bool:
+    """Whether anything limits `claim` yet: a configured limit, one its provider stated,
+    or the slow start."""
+    return any(v is not None for v in held_to(claim, bucket)) or cold(claim, bucket, now)
 
 
 def gcra_wait(at: float, per_minute: float, cost: float, now: float) -> float:
@@ -131,9 +170,13 @@ def draw(
     for claim in claims:
         b = buckets.get(claim.name, EMPTY_BUCKET)
         rpm, tpm, concurrent = held_to(claim, b, alone=alone)
-        if not limited(claim, b):
+        if not limited(claim, b, now):
             continue  # nothing limits it (yet): nothing to book, nothing to settle
         taken.append(claim)
+        if cold(claim, b, now) and (probing := live(b.held, now)):
+            freed = max(0.0, min(probing.values()) - now)
+            full, wait = True, max(wait, min(freed, SLOT_POLL_S))
+            blocking = f"{claim.name} {PROBING}"
         for what, at, rate, cost in (
             ("rpm", b.requests_at, rpm, 1.0),
             ("tpm", b.tokens_at, tpm, float(claim.tokens)),
@@ -162,6 +205,9 @@ def draw(
         if concurrent is not None:
             held = live(held, now)
             held[ticket] = now + wait + hold
+        elif cold(claim, b, now):  # the probe
+            held = live(held, now)
+            held[ticket] = now + wait + min(hold, PROBE_S)
         changed[claim.name] = b._replace(requests_at=requests_at, tokens_at=tokens_at, held=held)
     return Grant(True, wait, blocking, ticket, tuple(taken)), changed
 
@@ -172,12 +218,15 @@ def settle(
     *,
     used: int | None,
     now: float,
+    answered: bool = False,
     alone: bool = False,
 ) -> dict[str, Bucket]:
     """The buckets once a granted call ended: the tokens it reserved but did not use are
     given back (or what it used beyond them taken) at the rate they were taken at, and
     its slots released. `used`: the provider's reported input plus output (None: not
-    reported, the reservation stands)."""
+    reported, the reservation stands). `answered`: the provider answered it; a cold
+    allowance's probe answered goes quiet (`QUIET_S`) unless a tightening applied after
+    books the provider's figures."""
     changed: dict[str, Bucket] = {}
     for claim in grant.claims:
         b = buckets.get(claim.name)
@@ -187,7 +236,10 @@ def settle(
         if tpm is not None and used is not None:
             tokens_at -= (claim.tokens - used) * 60.0 / tpm
         held = {t: u for t, u in live(b.held, now).items() if t != grant.ticket}
-        changed[claim.name] = b._replace(tokens_at=tokens_at, held=held)
+        quiet = b.quiet_until
+        if answered and cold(claim, b, now):
+            quiet = now + QUIET_S
+        changed[claim.name] = b._replace(tokens_at=tokens_at, held=held, quiet_until=quiet)
     return changed
 
 

@@ -41,6 +41,14 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def test_a_key_may_give_only_its_fleet_size_a_share_of_what_the_provider_states(
+    tmp_path: Path,
+) -> None:
+    text = TWO_ON_ONE_KEY.replace("{rpm: 60, fleet_size: 3}", "{fleet_size: 3}")
+    config = load_config(write(tmp_path, text))
+    assert dict(config.key_limits)["OPENAI_KEY_B"] == Limits(fleet_size=3)
+
+
 def test_deployments_and_keys_set_their_limits(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, TWO_ON_ONE_KEY))
     fast, smart, local = config.deployments
@@ -80,9 +88,9 @@ def test_the_retry_budget_defaults_to_a_tenth(tmp_path: Path) -> None:
             "did you mean 'rpm'",
         ),
         (
-            "deployments: [{name: l, provider: local, limits: {fleet_size: 3}}]",
+            "deployments: [{name: l, provider: local, limits: {}}]",
             "deployments[0].limits",
-            "give rpm, tpm or concurrent",
+            "give rpm, tpm, concurrent or fleet_size",
         ),
         (
             "deployments: [{name: l, provider: local, limits: 60}]",
