@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from gateway.limits.file import FileAllowance
 from gateway.limits.memory import MemoryAllowance
 from gateway.limits.redis import RedisAllowance
 from gateway.model import ErrorKind, Headroom, Outcome, ProviderError, Reply, Request, Window
+from gateway.record import replace
 from gateway.seams import Allowance
 from gateway.state.memory import MemoryStore
 from gateway.state.redis import RedisStore
