@@ -73,6 +73,20 @@ class LocalAllowance(ABC):
             counted, self._counted = self._counted, {}
         return counted
 
+    def _taking(self) -> Callable[[], Mapping[str, Tally]]:
+        """The first calls counted in memory, taken when a change is first applied, under the
+        ledger's lock: taken before it, another thread's change applied in between would
+        judge its retry against a tally that lacks them (a batch's workers, all retrying
+        the same storm's 429s, would find the budget spent after the few always allowed)."""
+        taken: list[Mapping[str, Tally]] = []
+
+        def take() -> Mapping[str, Tally]:
+            if not taken:
+                taken.append(self._take_counted())
+            return taken[0]
+
+        return take
+
     def _with_counted(self, ledger: Ledger, counted: Mapping[str, Tally], now: float) -> Ledger:
         """`ledger` with the first calls this process counted in memory added to it."""
         if not counted:
@@ -108,11 +122,11 @@ class LocalAllowance(ABC):
             return GRANTED
         ticket = os.urandom(8).hex()
         got: list[Grant] = []
-        counted = self._take_counted()
+        counted = self._taking()
 
         def change(stored: Ledger) -> Ledger | None:
             got.clear()
-            ledger = self._with_counted(stored, counted, now)
+            ledger = self._with_counted(stored, counted(), now)
             # Read when the change is applied: an allowance may have been left alone since.
             grant, changed = rules.draw(
                 ledger.buckets,
@@ -145,10 +159,10 @@ class LocalAllowance(ABC):
     ) -> None:
         if not (grant.granted and grant.claims) and tightening is None:
             return
-        counted = self._take_counted()
+        counted = self._taking()
 
         def change(stored: Ledger) -> Ledger | None:
-            ledger = self._with_counted(stored, counted, now)
+            ledger = self._with_counted(stored, counted(), now)
             changed = rules.settle(
                 ledger.buckets, grant, used=used, now=now, answered=answered, alone=self._alone
             )
@@ -162,11 +176,11 @@ class LocalAllowance(ABC):
 
     def retry(self, name: str, *, share: float, now: float) -> bool:
         allowed: list[bool] = []
-        counted = self._take_counted()
+        counted = self._taking()
 
         def change(stored: Ledger) -> Ledger | None:
             allowed.clear()
-            ledger = self._with_counted(stored, counted, now)
+            ledger = self._with_counted(stored, counted(), now)
             tally = rules.retried(ledger.tallies.get(name, Tally()), share, now)
             allowed.append(tally is not None)
             if tally is None:
