@@ -170,7 +170,7 @@ class Allowance(Protocol):
         """The call ended: `used` (the provider's reported tokens, None: not reported)
         replaces what was reserved, and its slots are released; `tightening` (what the
         provider's rate-limit headers said) books its allowance ahead, in the same step.
-        `answered`: the provider answered (a slow start's probe answered without figures
+        `answered`: the provider answered (a slow start's first call answered without figures
         leaves the allowance unheld for a while: `gateway.limits.rules`)."""
         ...
 

@@ -317,7 +317,7 @@ class _Question:
         count = allowances.retry_budget(d) if turn.calls == 0 else None
         if not claims and count is None:
             return True
-        probed, probe = 0.0, ""
+        behind, first = 0.0, ""  # the waits for a cold allowance's first call
         while True:
             now = self.clock.monotonic()
             budget = Budget(now, self._left(turn, now))
@@ -328,13 +328,13 @@ class _Question:
                 hold=d.policy.timeout,
                 count=count,
             )
-            if not rules.probing(grant) or grant.wait > budget.longest_wait(now):
+            if not grant.first_call_out or grant.wait > budget.longest_wait(now):
                 break
             # A cold allowance's first call is out: look again once it may have settled.
             self.seams.sleeper.sleep(grant.wait)
-            probed, probe = probed + grant.wait, grant.blocking
-        if probed > 0:
-            self.record.waited(turn, probed, f"waited for the limit {probe}")
+            behind, first = behind + grant.wait, grant.blocking
+        if behind > 0:
+            self.record.waited(turn, behind, f"waited for the limit {first}")
         if not grant.granted:
             step = over_limit(grant.wait, grant.blocking, budget, now)
             if grant.blocking.startswith("key:") and self.turns.next_key(turn):

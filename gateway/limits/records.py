@@ -4,6 +4,7 @@ keeps between draws. NamedTuples, as the state's records are: every question imp
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -12,13 +13,25 @@ from gateway.config.model import Limits
 _NOTHING_HELD: Mapping[str, float] = MappingProxyType({})
 
 
+class Bound(StrEnum):
+    """Which of an allowance's limits set a draw's wait; its value is how the attempts
+    table names it, after the allowance (`the limit key:KEY_A rpm`)."""
+
+    RPM = "rpm"
+    TPM = "tpm"
+    CONCURRENT = "concurrent"
+    # The slow start's: the provider has stated nothing yet and one call across the fleet
+    # goes first (`rules.cold`); a draw refused for it only for now looks again.
+    FIRST_CALL = "first call"
+
+
 class Claim(NamedTuple):
     """One allowance a call draws from: `name` is `deployment:NAME`, `key:VARIABLE` or
     `provider:VARIABLE/MODEL`, `tokens` what the call may use (its estimated input plus
     `max_output_tokens`). An allowance's limits are its configured ones, tightened by
     what the provider's headers said (`Bucket`'s rates): a `provider:` allowance has
     only those. `stated`: the allowance the provider's headers speak for, which starts
-    slow while they have said nothing (`rules.cold`)."""
+    slow while they have said nothing (`rules.cold`): its first call goes alone."""
 
     name: str
     limits: Limits
@@ -29,15 +42,27 @@ class Claim(NamedTuple):
 class Grant(NamedTuple):
     """What a draw got. Granted: the call may start after `wait` seconds (its place is
     taken: nobody else gets it). Refused: nothing was taken, and `wait` is how long it
-    would have had to wait (past the most it could). `blocking` names the allowance and
-    the limit that set the wait; `ticket` names the calls-at-once slots it holds until
-    settled."""
+    would have had to wait (past the most it could). `allowance` and `bound` name the
+    allowance and the limit of it that set the wait (none: nothing waited); `ticket`
+    names the calls-at-once slots it holds until settled."""
 
     granted: bool
     wait: float = 0.0
-    blocking: str = ""
+    allowance: str = ""
+    bound: Bound | None = None
     ticket: str = ""
     claims: tuple[Claim, ...] = ()
+
+    @property
+    def blocking(self) -> str:
+        """The limit that set the wait, as the attempts table names it."""
+        return "" if self.bound is None else f"{self.allowance} {self.bound}"
+
+    @property
+    def first_call_out(self) -> bool:
+        """Refused only for now: a cold allowance's first call is out (`Bound.FIRST_CALL`);
+        look again after the wait."""
+        return not self.granted and self.bound is Bound.FIRST_CALL
 
 
 GRANTED = Grant(True)
@@ -49,8 +74,8 @@ class Bucket(NamedTuple):
     with the time it is released by itself (a process that died holds none for long), and
     the provider's own limits a minute as its headers last stated them (0: none stated),
     which hold wherever they are tighter than the configured ones; `quiet_until`: a
-    provider answered the slow start's probe without stating any, so nothing holds the
-    allowance back until then (`rules.QUIET_S`)."""
+    provider answered the slow start's first call without stating any, so nothing holds
+    the allowance back until then (`rules.QUIET_S`)."""
 
     requests_at: float = 0.0
     tokens_at: float = 0.0

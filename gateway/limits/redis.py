@@ -7,11 +7,12 @@ Keys, under `state.prefix`:
     <prefix>:limit:<name>    a hash: `r` and `t`, when the request and token buckets are
                              next empty (epoch s), and `R` and `T`, the provider's own
                              limits a minute as its headers stated them, and `Q`,
-                             until when a probe answered without them leaves it
-                             unheld (`rules.cold`); expires once both buckets are empty
+                             until when a first call answered without them leaves
+                             it unheld (`rules.cold`); expires once both buckets are
+                             empty
     <prefix>:held:<name>     a sorted set: the calls in flight, each ticket scored with
-                             the time its slot frees itself (a cold allowance's probe
-                             among them)
+                             the time its slot frees itself (a cold allowance's first
+                             call among them)
     <prefix>:retries:<name>  a hash: a deployment's recent first calls and retries, and
                              when they were counted (the retry budget)
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from gateway.limits import rules
 from gateway.limits.memory import MemoryAllowance
-from gateway.limits.records import Claim, Grant, Tightening, Use
+from gateway.limits.records import Bound, Claim, Grant, Tightening, Use
 from gateway.state.redis import DEFAULT_PREFIX, RedisStore, trouble
 
 Warn = Callable[[str], None]
@@ -51,18 +52,19 @@ end
 """
 
 # KEYS: per claim its limit hash and held set; then the tally hash, if the draw counts a
-# first call. ARGV: most_wait, ticket, hold, n, burst, poll, margin, probe, then per claim
-# rpm, tpm, concurrent (0: no such limit), tokens and stated (1: it may start slow); then
-# the retry window. Returns {granted,
-# wait, the blocking claim's number and limit, which claims were taken: a 1 or 0 each}.
+# first call. ARGV: most_wait, ticket, hold, n, burst, poll, margin, the longest a cold
+# allowance's first call holds it (`rules.FIRST_CALL_S`), then per claim rpm, tpm,
+# concurrent (0: no such limit), tokens and stated (1: it may start slow); then the retry
+# window. Returns {granted, wait, the blocking claim's number (0: none) and its limit (a
+# `Bound`'s value), which claims were taken: a 1 or 0 each}.
 DRAW = (
     _CLOCK
     + _COLD
     + """
 local most, ticket, hold, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local burst, poll, margin = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local probe = tonumber(ARGV[8])
-local wait, blocking, full = 0, '', false
+local first_s = tonumber(ARGV[8])
+local wait, blocking, bound, full = 0, 0, '', false
 local function gcra_wait(at, rate, cost)
   local interval = 60 / rate
   local tolerance = math.max(interval, burst)
@@ -93,27 +95,29 @@ for i = 1, n do
     local first = redis.call('ZRANGE', KEYS[2 * i], 0, 0, 'WITHSCORES')
     if #first > 0 then
       local freed = math.max(0, tonumber(first[2]) - now)
-      full, wait, blocking = true, math.max(wait, math.min(freed, poll)), i .. ' first call'
+      full, wait = true, math.max(wait, math.min(freed, poll))
+      blocking, bound = i, 'first call'
     end
   end
   if rpm > 0 then
     local w = gcra_wait(r, rpm, 1)
-    if w > wait then wait, blocking = w, i .. ' rpm' end
+    if w > wait then wait, blocking, bound = w, i, 'rpm' end
   end
   if tpm > 0 then
     local w = gcra_wait(t, tpm, tokens)
-    if w > wait then wait, blocking = w, i .. ' tpm' end
+    if w > wait then wait, blocking, bound = w, i, 'tpm' end
   end
   if conc > 0 then
     redis.call('ZREMRANGEBYSCORE', KEYS[2 * i], '-inf', now)
     if redis.call('ZCARD', KEYS[2 * i]) >= conc then
       local first = redis.call('ZRANGE', KEYS[2 * i], 0, 0, 'WITHSCORES')
       local freed = math.max(0, tonumber(first[2]) - now)
-      full, wait, blocking = true, math.max(wait, math.min(freed, poll)), i .. ' concurrent'
+      full, wait = true, math.max(wait, math.min(freed, poll))
+      blocking, bound = i, 'concurrent'
     end
   end
 end
-if full or wait > most then return {0, string.format('%.17g', wait), blocking, taken} end
+if full or wait > most then return {0, string.format('%.17g', wait), blocking, bound, taken} end
 for i = 1, n do
   local r, t, rpm, tpm, conc, tokens, cold = unpack(seen[i])
   if rpm > 0 then r = gcra_take(r, rpm, 1) end
@@ -127,8 +131,8 @@ for i = 1, n do
     redis.call('ZADD', KEYS[2 * i], now + wait + hold, ticket)
     redis.call('PEXPIRE', KEYS[2 * i], math.ceil((wait + hold) * 1000) + 1000)
   elseif cold then
-    redis.call('ZADD', KEYS[2 * i], now + wait + math.min(hold, probe), ticket)
-    redis.call('PEXPIRE', KEYS[2 * i], math.ceil((wait + math.min(hold, probe)) * 1000) + 1000)
+    redis.call('ZADD', KEYS[2 * i], now + wait + math.min(hold, first_s), ticket)
+    redis.call('PEXPIRE', KEYS[2 * i], math.ceil((wait + math.min(hold, first_s)) * 1000) + 1000)
   end
 end
 if #KEYS > 2 * n then
@@ -139,7 +143,7 @@ if #KEYS > 2 * n then
     'retries', string.format('%.17g', (tonumber(v[2]) or 0) * f), 'at', string.format('%.17g', now))
   redis.call('PEXPIRE', KEYS[#KEYS], math.ceil(window * 10000))
 end
-return {1, string.format('%.17g', wait), blocking, taken}
+return {1, string.format('%.17g', wait), blocking, bound, taken}
 """
 )
 
@@ -276,7 +280,7 @@ class RedisAllowance:
             repr(rules.BURST_S),
             repr(rules.SLOT_POLL_S),
             repr(rules.MARGIN_S),
-            repr(rules.PROBE_S),
+            repr(rules.FIRST_CALL_S),
         ]
         for c in claims:
             limits = c.limits
@@ -285,17 +289,17 @@ class RedisAllowance:
         args.append(repr(rules.RETRY_WINDOW_S))
         try:
             self._redis()
-            granted, wait, blocking, taken = self._scripts["draw"](keys=keys, args=args)
+            granted, wait, blocking, bound, taken = self._scripts["draw"](keys=keys, args=args)
         except trouble() as exc:
             return self._failed(exc).draw(
                 claims, now=now, most_wait=most_wait, hold=hold, count=count
             )
-        number, _, what = _text(blocking).partition(" ")
-        shown = f"{claims[int(number) - 1].name} {what}" if number else ""
+        number = int(blocking)
+        name, by = (claims[number - 1].name, Bound(_text(bound))) if number else ("", None)
         if not int(granted):
-            return Grant(False, float(_text(wait)), shown)
+            return Grant(False, float(_text(wait)), name, by)
         mine = tuple(c for c, bit in zip(claims, _text(taken), strict=True) if bit == "1")
-        return Grant(True, float(_text(wait)), shown, ticket, mine)
+        return Grant(True, float(_text(wait)), name, by, ticket, mine)
 
     def settle(
         self,

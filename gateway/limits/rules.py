@@ -26,17 +26,18 @@ into 429s. They never loosen: a bucket is only ever moved later, and the
 configured limit still holds.
 
 Until the provider has stated its figures, the allowance its headers speak for starts
-slow (`cold`): one call at a time, fleet-wide, goes as the probe (a slot in its `held`,
-where calls at once are kept) and the others wait for it as for any limit, until its
-response books the provider's figures; from then on they pace the fleet. A fleet of
-processes that each sent a burst before any response was read would meet the provider's
-bucket all at once (bench/RESULTS.md, "A fleet within its quota"), and so would a
-configured limit set too high, whose call draws on this allowance too. A probe that
-never settles frees itself after `PROBE_S` (or the call's own timeout, if shorter); one
-that failed frees its slot for the next call to probe; one answered without any figures
-(a provider that states none) leaves the allowance unheld for `QUIET_S`. The figures
-last as long as the allowance's ledger entry does: once it is forgotten, the next call
-probes again.
+slow (`cold`): one call at a time, fleet-wide, goes first (a slot in its `held`, where
+calls at once are kept) and the others wait for it (`Bound.FIRST_CALL`) as for any
+limit, until its response books the provider's figures; from then on they pace the
+fleet. A fleet of processes that each sent a burst before any response was read would
+meet the provider's bucket all at once (bench/RESULTS.md, "A fleet within its quota"),
+and so would a configured limit set too high, whose call draws on this allowance too. A
+first call that never settles frees itself after `FIRST_CALL_S` (or the call's own
+timeout, if shorter); one that failed frees its slot for the next call to go first; one
+answered without any figures (a provider that states none) leaves the allowance unheld
+for `QUIET_S`. The figures last as long as the allowance's ledger entry does: once it is
+forgotten, the next call goes first again. ("Probe" is the cooldowns' word, for the one
+call after a cooldown ends: `gateway.engine.turns`.)
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from gateway.config.model import Limits
-from gateway.limits.records import EMPTY_BUCKET, Bucket, Claim, Grant, Tally, Tightening
+from gateway.limits.records import EMPTY_BUCKET, Bound, Bucket, Claim, Grant, Tally, Tightening
 from gateway.model import Headroom, Window
 
 BURST_S = 1.0
@@ -62,15 +63,12 @@ RETRY_WINDOW_S = 60.0
 # Retries always allowed in a quiet window, so a lone question's failure is retried as
 # before: the budget is for a fleet under load.
 MIN_RETRIES = 3.0
-# The longest the slow start's probe holds the fleet back when it never settles (its
+# The longest the slow start's first call holds the fleet back when it never settles (its
 # process died, its call hangs): a few seconds, against a call's timeout of a minute.
-PROBE_S = 5.0
+FIRST_CALL_S = 5.0
 # How long an answer that stated no figures leaves a cold allowance unheld before the
-# next call probes again.
+# next call goes first again.
 QUIET_S = 60.0
-# The limit a call refused while a cold allowance's probe is out is named by: it looks
-# again (`probing`), within its budget.
-PROBING = "first call"
 
 
 def _lowest(configured: int | None, stated: float) -> float | None:
@@ -111,18 +109,13 @@ def held_to(claim: Claim, bucket: Bucket, *, alone: bool = False) -> Held:
 
 def cold(claim: Claim, bucket: Bucket, now: float) -> bool:
     """Whether `claim` starts slow: the provider's headers speak for it, have stated no
-    figure yet, and have not answered a probe without any lately."""
+    figure yet, and have not answered a first call without any lately."""
     return (
         claim.stated
         and bucket.requests_rate <= 0
         and bucket.tokens_rate <= 0
         and bucket.quiet_until <= now
     )
-
-
-def probing(grant: Grant) -> bool:
-    """Whether `grant` was refused only for now: a probe is out; look again after its wait."""
-    return not grant.granted and grant.blocking.endswith(f" {PROBING}")
 
 
 def limited(claim: Claim, bucket: Bucket, now: float) -> bool:
@@ -165,7 +158,8 @@ def draw(
 
     Every allowance is judged before any is taken, so a call either takes its place in all
     of them or in none; the longest wait among them is the call's."""
-    wait, blocking, full = 0.0, "", False
+    wait, full = 0.0, False
+    blocking: tuple[str, Bound | None] = ("", None)
     taken: list[Claim] = []
     for claim in claims:
         b = buckets.get(claim.name, EMPTY_BUCKET)
@@ -173,26 +167,26 @@ def draw(
         if not limited(claim, b, now):
             continue  # nothing limits it (yet): nothing to book, nothing to settle
         taken.append(claim)
-        if cold(claim, b, now) and (probing := live(b.held, now)):
-            freed = max(0.0, min(probing.values()) - now)
+        if cold(claim, b, now) and (first := live(b.held, now)):
+            freed = max(0.0, min(first.values()) - now)
             full, wait = True, max(wait, min(freed, SLOT_POLL_S))
-            blocking = f"{claim.name} {PROBING}"
-        for what, at, rate, cost in (
-            ("rpm", b.requests_at, rpm, 1.0),
-            ("tpm", b.tokens_at, tpm, float(claim.tokens)),
+            blocking = (claim.name, Bound.FIRST_CALL)
+        for bound, at, rate, cost in (
+            (Bound.RPM, b.requests_at, rpm, 1.0),
+            (Bound.TPM, b.tokens_at, tpm, float(claim.tokens)),
         ):
             if rate is not None:
                 w = gcra_wait(at, rate, cost, now)
                 if w > wait:
-                    wait, blocking = w, f"{claim.name} {what}"
+                    wait, blocking = w, (claim.name, bound)
         if concurrent is not None:
             slots = live(b.held, now)
             if len(slots) >= concurrent:
                 freed = max(0.0, min(slots.values()) - now)
                 full, wait = True, max(wait, min(freed, SLOT_POLL_S))
-                blocking = f"{claim.name} concurrent"
+                blocking = (claim.name, Bound.CONCURRENT)
     if full or wait > most_wait:
-        return Grant(False, wait, blocking), {}
+        return Grant(False, wait, *blocking), {}
     changed: dict[str, Bucket] = {}
     for claim in taken:
         b = buckets.get(claim.name, EMPTY_BUCKET)
@@ -205,11 +199,11 @@ def draw(
         if concurrent is not None:
             held = live(held, now)
             held[ticket] = now + wait + hold
-        elif cold(claim, b, now):  # the probe
+        elif cold(claim, b, now):  # the first call
             held = live(held, now)
-            held[ticket] = now + wait + min(hold, PROBE_S)
+            held[ticket] = now + wait + min(hold, FIRST_CALL_S)
         changed[claim.name] = b._replace(requests_at=requests_at, tokens_at=tokens_at, held=held)
-    return Grant(True, wait, blocking, ticket, tuple(taken)), changed
+    return Grant(True, wait, *blocking, ticket, tuple(taken)), changed
 
 
 def settle(
@@ -225,8 +219,8 @@ def settle(
     given back (or what it used beyond them taken) at the rate they were taken at, and
     its slots released. `used`: the provider's reported input plus output (None: not
     reported, the reservation stands). `answered`: the provider answered it; a cold
-    allowance's probe answered goes quiet (`QUIET_S`) unless a tightening applied after
-    books the provider's figures."""
+    allowance's first call answered goes quiet (`QUIET_S`) unless a tightening applied
+    after books the provider's figures."""
     changed: dict[str, Bucket] = {}
     for claim in grant.claims:
         b = buckets.get(claim.name)

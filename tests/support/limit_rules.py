@@ -13,7 +13,7 @@ import pytest
 
 from gateway.config.model import Limits
 from gateway.limits import rules
-from gateway.limits.records import Claim, Tightening
+from gateway.limits.records import Bound, Claim, Tightening
 from gateway.model import Headroom, Window
 from gateway.seams import Allowance
 
@@ -226,58 +226,59 @@ def the_providers_numbers_never_loosen_a_configured_limit(a: Allowance) -> None:
 COLD = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 10, stated=True)
 
 
-def _one_probe_then_the_providers_pace(a: Allowance, *claims: Claim) -> None:
-    probe = draw(a, *claims)
-    assert probe.granted and probe.wait == near(0.0)
+def _one_first_call_then_the_providers_pace(a: Allowance, *claims: Claim) -> None:
+    first = draw(a, *claims)
+    assert first.granted and first.wait == near(0.0)
     others = [draw(a, *claims) for _ in range(3)]  # cold: none goes before it settles
-    assert [rules.probing(g) for g in others] == [True] * 3
+    assert [g.first_call_out for g in others] == [True] * 3
     assert all(0 < g.wait <= rules.SLOT_POLL_S for g in others)
-    assert others[0].blocking == f"{claims[-1].name} {rules.PROBING}"
-    seen = spent(300, 4, 1.0)  # a bucket of 5 a second: the probe took one
-    tightening = rules.tightening(seen, claims[-1].name, probe.claims, ago=0.0)
-    a.settle(probe, used=None, now=T, tightening=tightening, answered=True)
+    assert (others[0].allowance, others[0].bound) == (claims[-1].name, Bound.FIRST_CALL)
+    assert others[0].blocking == f"{claims[-1].name} first call"  # as the table shows it
+    seen = spent(300, 4, 1.0)  # a bucket of 5 a second: the first call took one
+    tightening = rules.tightening(seen, claims[-1].name, first.claims, ago=0.0)
+    a.settle(first, used=None, now=T, tightening=tightening, answered=True)
     waits = [draw(a, *claims).wait for _ in range(6)]
     assert waits[:3] == [near(0.0)] * 3  # of the four the provider had left, three at once
     # then one a fifth of a second (300 a minute), booked from the margin on
     assert waits[3:] == [near(M + 0.2 * k + 0.2 - rules.BURST_S) for k in (3, 4, 5)]
 
 
-def a_cold_fleet_sends_one_probe_then_paces_by_the_providers_figures(a: Allowance) -> None:
-    _one_probe_then_the_providers_pace(a, COLD)
+def a_cold_fleet_sends_one_first_call_then_paces_by_the_providers_figures(a: Allowance) -> None:
+    _one_first_call_then_the_providers_pace(a, COLD)
 
 
 def a_limit_set_too_high_starts_slow_too(a: Allowance) -> None:
     too_high = Claim("key:OPENAI_API_KEY", Limits(rpm=600), 10)  # twice the provider's 300
-    _one_probe_then_the_providers_pace(a, too_high, COLD)
+    _one_first_call_then_the_providers_pace(a, too_high, COLD)
 
 
-def a_failed_probe_lets_the_next_call_probe(a: Allowance) -> None:
-    probe = draw(a, COLD)
-    assert rules.probing(draw(a, COLD))
-    a.settle(probe, used=None, now=T, answered=False)  # failed, no figures
+def a_failed_first_call_lets_the_next_call_go_first(a: Allowance) -> None:
+    first = draw(a, COLD)
+    assert draw(a, COLD).first_call_out
+    a.settle(first, used=None, now=T, answered=False)  # failed, no figures
     second = draw(a, COLD)
-    assert second.granted and rules.probing(draw(a, COLD))
+    assert second.granted and draw(a, COLD).first_call_out
 
 
-def a_probe_answered_without_figures_leaves_the_allowance_unheld(a: Allowance) -> None:
-    probe = draw(a, COLD)
-    a.settle(probe, used=None, now=T, answered=True)  # a provider that states none
+def a_first_call_answered_without_figures_leaves_the_allowance_unheld(a: Allowance) -> None:
+    first = draw(a, COLD)
+    a.settle(first, used=None, now=T, answered=True)  # a provider that states none
     assert [draw(a, COLD).granted for _ in range(4)] == [True] * 4
 
 
-def a_probe_that_never_settles_expires(a: Allowance) -> None:
+def a_first_call_that_never_settles_expires(a: Allowance) -> None:
     hung = a.draw([COLD], now=T, most_wait=30.0, hold=0.2)  # its call's own timeout
-    assert hung.granted and rules.probing(a.draw([COLD], now=T, most_wait=30.0, hold=0.2))
-    time.sleep(0.3)  # Redis keeps the server's clock: let it pass the probe's expiry
+    assert hung.granted and a.draw([COLD], now=T, most_wait=30.0, hold=0.2).first_call_out
+    time.sleep(0.3)  # Redis keeps the server's clock: let it pass the first call's expiry
     assert a.draw([COLD], now=T + 0.3, most_wait=30.0, hold=0.2).granted
 
 
 LIMIT_CASES: list[Callable[[Allowance], None]] = [
-    a_cold_fleet_sends_one_probe_then_paces_by_the_providers_figures,
+    a_cold_fleet_sends_one_first_call_then_paces_by_the_providers_figures,
     a_limit_set_too_high_starts_slow_too,
-    a_failed_probe_lets_the_next_call_probe,
-    a_probe_answered_without_figures_leaves_the_allowance_unheld,
-    a_probe_that_never_settles_expires,
+    a_failed_first_call_lets_the_next_call_go_first,
+    a_first_call_answered_without_figures_leaves_the_allowance_unheld,
+    a_first_call_that_never_settles_expires,
     a_rate_a_minute_is_spaced_to_one_second_bursts,
     a_burst_of_one_seconds_worth_less_the_margin_goes_at_once,
     a_burst_past_the_providers_bucket_meets_no_429,

@@ -3,7 +3,7 @@ several engines (processes' worth, each asking from several threads) sharing one
 allowance in memory, a file or a real Redis, on the real clock (Redis keeps the server's).
 Before any response's headers are read, one call goes and the others wait for it; its
 headers then pace them all: no 429, with no limits set and with a limit set twice the
-provider's. A probe that hangs holds the others back no longer than its expiry."""
+provider's. A first call that hangs holds the others back no longer than its expiry."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_a_cold_fleet_meets_no_429(
     assert provider.calls == ENGINES * AT_ONCE  # nothing retried: no 429 to retry
 
 
-def test_a_hung_probe_holds_the_others_only_until_it_expires_and_the_table_shows_it() -> None:
+def test_a_hung_first_call_holds_the_others_only_until_it_expires_and_the_table_shows_it() -> None:
     allowance, provider = MemoryAllowance(), BucketProvider("fast", ProviderBucket(SIZE, PER_S))
     hang = threading.Event()
     provider.hang = hang
@@ -153,15 +153,15 @@ def test_a_hung_probe_holds_the_others_only_until_it_expires_and_the_table_shows
         allowance=allowance,
     )
     request = Request("system", "How do I reset my password?", 400)
-    probe = threading.Thread(target=e.ask, args=(request,))
-    probe.start()
-    while provider.calls == 0:  # the probe is out, and hangs
+    first = threading.Thread(target=e.ask, args=(request,))
+    first.start()
+    while provider.calls == 0:  # the first call is out, and hangs
         clock.sleep(0.01)
     result = e.ask(request)
     hang.set()
-    probe.join(5)
+    first.join(5)
     assert result.answer == "fast answers"
     ((waited),) = [a for a in result.attempts if a.outcome is Outcome.WAITED]
-    assert f"provider:KEY_A/m {rules.PROBING}" in waited.detail
-    # held back until the hung probe expired (its call's own timeout, under PROBE_S)
+    assert "waited for the limit provider:KEY_A/m first call" in waited.detail
+    # held back until the hung first call expired (its call's own timeout, under FIRST_CALL_S)
     assert 0.2 < waited.wait_s < 0.5 + 2 * rules.SLOT_POLL_S
