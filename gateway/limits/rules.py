@@ -249,9 +249,16 @@ def tightening(
     seen: Headroom, name: str, claims: Sequence[Claim], *, ago: float
 ) -> Tightening | None:
     """What the provider's `seen` headers do to the allowance `name` they speak for; None:
-    nothing (the provider's bucket is no fuller than a burst's worth). `claims` are the
-    call's (with their configured limits), `ago` how many seconds since it was sent: the
-    provider counted it then, so its bucket stood that much further ahead then.
+    nothing (they state no limit, and the provider's bucket is no fuller than a burst's
+    worth). `claims` are the call's (with their configured limits), `ago` how many seconds
+    since it was sent: the provider counted it then, so its bucket stood that much further
+    ahead then.
+
+    A limit the provider stated is booked even when nearly all of it is left (a bucket
+    not moved): it is what paces the fleet from then on, and what ends a cold start
+    (`cold`). Dropped, a cold allowance's first call answered with a full window would
+    leave it unheld for `QUIET_S`, as though the provider stated nothing, and a fleet's
+    burst would go unpaced into the provider's short window.
 
     The allowance is booked at least as far ahead as the provider's bucket stood, never
     moved by more: what the fleet booked since stays on top of it only where the fleet
@@ -260,15 +267,17 @@ def tightening(
     the provider did not state (Azure's) is read against the lowest configured one, which
     then stands as its limit; with neither, it says nothing that can be paced."""
     moved: list[float] = []
+    said = False  # the provider stated a limit
     for window, configured in (
         (seen.requests, [c.limits.rpm for c in claims if c.limits.rpm]),
         (seen.tokens, [c.limits.tpm for c in claims if c.limits.tpm]),
     ):
         stated = float(window.limit) if window is not None and window.limit else 0.0
+        said = said or stated > 0
         rate = stated or float(min(configured, default=0))
         ahead = _provider_ahead(window, rate) - ago if window is not None and rate > 0 else 0.0
         moved += [ahead, rate]
-    if moved[0] <= 0 and moved[2] <= 0:
+    if moved[0] <= 0 and moved[2] <= 0 and not said:
         return None
     return Tightening(name, *moved)
 

@@ -215,12 +215,19 @@ def the_providers_numbers_never_loosen_a_configured_limit(a: Allowance) -> None:
     key = Claim("key:OPENAI_API_KEY", Limits(rpm=60), 10)
     provider = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 10)
     grant = draw(a, key, provider)
-    # The provider allows 6000 a minute and has nearly all of it left: nothing tightens...
-    assert rules.tightening(spent(6000, 5990, 0.1), provider.name, grant.claims, ago=0.0) is None
+    # The provider allows 6000 a minute and has nearly all of it left: its limit is
+    # learnt, its bucket moves nothing, and the key's 60 still holds ...
+    full = rules.tightening(spent(6000, 5990, 0.1), provider.name, grant.claims, ago=0.0)
+    assert full is not None and (full.requests_ahead <= 0, full.requests_rate) == (True, 6000.0)
+    a.settle(grant, used=None, now=T, tightening=full)
+    (use,) = a.usage([provider], T)
+    assert (use.requests_rate, use.requests_ahead) == (6000.0, near(0.0))
+    grant = draw(a, key, provider)
+    assert grant.wait == near(1.0 + M)  # the key's 60 a minute, not the provider's 6000
     # ... and even a stated limit learnt from a spent window leaves the key's 60 in force.
     tightening = rules.tightening(spent(6000, 0, 0.1), provider.name, grant.claims, ago=0.0)
     a.settle(grant, used=None, now=T, tightening=tightening)
-    assert [draw(a, key, provider).wait for _ in range(2)] == [near(1.0 + M), near(2.0 + M)]
+    assert [draw(a, key, provider).wait for _ in range(2)] == [near(2.0 + M), near(3.0 + M)]
 
 
 COLD = Claim("provider:OPENAI_API_KEY/gpt-4o", Limits(), 10, stated=True)
