@@ -41,7 +41,7 @@ from gateway.seams import Allowance
 from gateway.state.memory import MemoryStore
 from gateway.state.redis import RedisStore
 from tests.support.fakes import answer, failure
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import redis_server
 
 KEYS = {"KEY_A": "sk-test-aaaaaaaaaaaaaaaa"}
 ONCE = Policy(retries=0)
@@ -96,12 +96,6 @@ class Watched:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[RedisServer]:
-    with redis_server(tmp_path / "redis") as running:
-        yield running
 
 
 @pytest.fixture(params=["file", "redis"])
