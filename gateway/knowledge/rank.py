@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from gateway.knowledge.index import Index, PassageKey
 from gateway.knowledge.query import Query, as_query
-from gateway.record import record
 from prompts import WORD_LIMIT
 
 K1 = 1.2  # BM25 term-frequency saturation (the usual value)
@@ -53,8 +53,10 @@ UNKNOWN_WEIGHT = 3
 NAVIGATION_WEIGHT = 0.5
 
 
-@record
-class Ranked:
+class Ranked(NamedTuple):
+    """A passage as ranked. A NamedTuple, not a record: one is made per passage hit,
+    thousands per question over a large help centre."""
+
     key: PassageKey
     score: float
     coverage: float  # the share of the question's weight the passage holds, 0..1
