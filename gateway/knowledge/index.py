@@ -42,9 +42,11 @@ class PassageFacts(NamedTuple):
 class Hits:
     """Where some terms occur in a set: per passage (body, heading), per article (title).
 
-    `df` counts the passages holding a term, and the titles: `units` is how many of both
-    there are in the set (BM25's N). `navigation`: the articles hit that are navigation
-    pages (`PageKind.NAVIGATION`). The index that finds them fills the tables in.
+    Each passage's and title's counts hold the terms in the order they were asked for
+    (the ranker sums them in that order). `df` counts the passages holding a term, and
+    the titles: `units` is how many of both there are in the set (BM25's N).
+    `navigation`: the articles hit that are navigation pages (`PageKind.NAVIGATION`).
+    The index that finds them fills the tables in.
     """
 
     units: int

@@ -30,7 +30,7 @@ covers a question at all, and what the offline `local` deployment answers by.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from gateway.knowledge.index import Index, PassageKey
@@ -124,9 +124,16 @@ def rank(question: str | Query, index: Index) -> list[Ranked]:
         score = article_score[article]
         held = 0.0
         # Only the question's words the passage holds add to it, taken in the question's
-        # order (the order the sums were always made in, so the scores are the same).
-        present = body.keys() | heading.keys() | title.keys()
-        for term in sorted(present, key=place.__getitem__) if len(present) > 1 else present:
+        # order (the order the sums were always made in, so the scores are the same). An
+        # index's counts hold the terms in the order asked (`Hits`): a passage with only
+        # body words (most) is summed in its own order, with no set made or sorted.
+        held_terms: Iterable[str]
+        if heading or title:
+            present = body.keys() | heading.keys() | title.keys()
+            held_terms = sorted(present, key=place.__getitem__) if len(present) > 1 else present
+        else:
+            held_terms = body.keys()
+        for term in held_terms:
             tf = title.get(term, 0) + body.get(term, 0)
             in_heading = heading.get(term, 0)
             if tf:

@@ -389,6 +389,7 @@ class SqliteIndex:
                 found.title[order[fid]] = held
                 titled.add(fid)
         hit_files: set[int] = set()
+        headings: dict[str, dict[str, int]] = {}
         for pid, fid, number, size, first, tokens, heading, body in _chunks(
             db,
             "SELECT p.id, p.file, p.number, p.words, p.first, p.tokens, t.heading, t.body "
@@ -401,9 +402,12 @@ class SqliteIndex:
             if article is None:
                 continue
             key = (article, number)
-            in_body, in_heading = cut.counts(body, wanted), cut.counts(heading, wanted)
-            if in_body:
+            if in_body := cut.counts(body, wanted):
                 found.body[key] = in_body
+            # A section's passages share its heading: counted once per question.
+            in_heading = headings.get(heading)
+            if in_heading is None:
+                in_heading = headings[heading] = cut.counts(heading, wanted)
             if in_heading:
                 found.heading[key] = in_heading
             facts[key] = PassageFacts(size, bool(first), tokens)
