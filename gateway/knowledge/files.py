@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -164,7 +164,7 @@ class _Walk:
         self.walked.add(identity)
         try:
             with os.scandir(folder) as entries:
-                listed = [(e.name, e.path, _is_dir(e)) for e in entries]
+                listed = _listed(entries)
         except OSError as exc:
             self.warnings.append(f"skipped {folder}: cannot read it ({exc.strerror})")
             return
@@ -198,6 +198,17 @@ class _Walk:
                         "(the cap, articles.max_set_files); check the --articles path, or "
                         "raise the cap in the config"
                     )
+
+
+def _listed(entries: Iterator[os.DirEntry[str]]) -> list[tuple[str, str, bool]]:
+    """Each entry's name, path and whether it is a folder (`_is_dir`)."""
+    every = list(entries)
+    try:
+        # Asking each entry alone costs a call per file of a large help centre; an
+        # entry that cannot say (a rare symlink's error) sends the listing the slow way.
+        return [(e.name, e.path, e.is_dir()) for e in every]
+    except OSError:
+        return [(e.name, e.path, _is_dir(e)) for e in every]
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
