@@ -65,7 +65,8 @@ SMOKE = Sizes(
 def support_ask_argv() -> list[str]:
     """`python -m cli` with this interpreter: what the console script runs, reached in a
     way every tree a benchmark compares has (the script names the entry point's module,
-    which moved to cli.shell.app; cli/__main__.py has always been there)."""
+    which moved to cli.shell.app and then to cli/__main__.py itself; cli/__main__.py has
+    always been there)."""
     return [sys.executable, "-m", "cli"]
 
 

@@ -1,5 +1,39 @@
-"""`python -m cli` runs the same command line as the `support-ask` script."""
+"""The `support-ask` entry point (the console script's and `python -m cli`'s).
 
-from cli.shell.app import main
+`main` answers `--version` itself, importing nothing but the `cli` package: a version check
+should cost no more than starting Python. Everything else is the command line of
+cli.shell.app, imported only then.
+"""
 
-main(prog_name="support-ask")
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from cli import PROG, options, version
+
+
+def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--version" in options(args):
+        _print_version()
+    from cli.shell.app import run
+
+    run(args, prog_name)
+
+
+def _print_version() -> NoReturn:
+    # Not even the exit codes' enum is imported: the version costs what starting Python does.
+    try:
+        sys.stdout.write(f"{PROG} {version()}\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from cli.runtime.exitcodes import ExitCode
+        from cli.runtime.guard import silence_stdout
+
+        silence_stdout()
+        raise SystemExit(ExitCode.BROKEN_PIPE) from None
+    raise SystemExit  # exit 0, ExitCode.OK
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """How every command ends: its body run under one guard that turns a user's or a provider's
-fault into a message and an exit code (a bug into exit 1), and the few facts the entry point
-and the Typer app both need (the program's name, its version, whether help is rich).
+fault into a message and an exit code (a bug into exit 1), and whether help and usage errors
+are rich (the Typer app and the `ask --json` usage path both ask).
 
 It lives below the shell so that the commands, the Typer app and the entry point can all
 use it without importing one another.
@@ -14,18 +14,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from cli.terminal.diag import Diag
-
-PROG = "support-ask"
-
-
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("support-ask")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "unknown"
 
 
 def markup_mode() -> str | None:

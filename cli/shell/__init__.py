@@ -1,4 +1,4 @@
-"""The shell of the command line: the entry point (app), the Typer app and its group (root,
-group), which command a line is for (routing, fastpath), and the one module that
+"""The shell of the command line: everything after `--version` (app), the Typer app and its
+group (root, group), which command a line is for (routing, fastpath), and the one module that
 reaches into Typer's private insides (typer_internals).
 """

@@ -1,18 +1,16 @@
-"""The `support-ask` entry point and the Typer app.
-
-`main` answers `--version` before importing Typer or rich: a version check should cost
-no more than starting Python. A plain question (`support-ask "..." -a kb --json`) is
+"""The command line once it is not `--version` (which cli.__main__, the entry point, answers
+before importing this). A plain question (`support-ask "..." -a kb --json`) is
 parsed by cli.shell.fastpath without Typer, whose import and set-up would otherwise be a third
 of the run; anything else (help, another command, a usage error) builds the Typer app.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from cli.runtime.guard import PROG, markup_mode, run_guarded, silence_stdout, version
+from cli import options
+from cli.runtime.guard import markup_mode, run_guarded
 
 if TYPE_CHECKING:
     import typer
@@ -20,19 +18,7 @@ if TYPE_CHECKING:
     from cli.runtime.options import AskOptions
 
 
-def _options(args: Sequence[str]) -> Sequence[str]:
-    """The arguments before `--` (after it, everything is the question's words)."""
-    return args[: args.index("--")] if "--" in args else args
-
-
-def _wants_version(args: Sequence[str]) -> bool:
-    return "--version" in _options(args)
-
-
-def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if _wants_version(args):
-        _print_version()
+def run(args: list[str], prog_name: str) -> NoReturn:
     from cli.runtime import started
     from cli.runtime.exitcodes import ExitCode
 
@@ -50,7 +36,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     app = build_app()
     from cli.runtime.signals import exit_code_after
 
-    if "--json" in _options(args) and _routes_to_ask(args):
+    if "--json" in options(args) and _routes_to_ask(args):
         raise SystemExit(exit_code_after(_ask_with_json_usage_errors(app, args, prog_name)))
     try:
         app(args=args, prog_name=prog_name)
@@ -60,19 +46,6 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
         raise
     # Typer exits itself in standalone mode; this is for the type checker.
     raise SystemExit(ExitCode.OK)
-
-
-def _print_version() -> NoReturn:
-    # Not even the exit codes' enum is imported: the version costs what starting Python does.
-    try:
-        sys.stdout.write(f"{PROG} {version()}\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        from cli.runtime.exitcodes import ExitCode
-
-        silence_stdout()
-        raise SystemExit(ExitCode.BROKEN_PIPE) from None
-    raise SystemExit  # exit 0, ExitCode.OK
 
 
 def _routes_to_ask(args: Sequence[str]) -> bool:

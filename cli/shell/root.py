@@ -11,8 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import PROG, version
 from cli.runtime.exitcodes import ExitCode
-from cli.runtime.guard import PROG, guarded, markup_mode, version
+from cli.runtime.guard import guarded, markup_mode
 from cli.runtime.option_params import After, takes_ask_options
 from cli.runtime.options import AskOptions, Command
 from cli.shell import routing

@@ -190,6 +190,10 @@ def test_version_imports_neither_typer_nor_rich(workdir: Path) -> None:
     assert done.stdout.startswith("support-ask ")
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
     assert not {m for m in imported if m.split(".")[0] in ("typer", "rich", "httpx", "yaml")}
+    # The entry point answers it with the `cli` package alone: each module of the layout
+    # found and loaded on the way (cli.shell, cli.runtime, ...) costs what it does.
+    ours = {m for m in imported if m.split(".")[0] in ("cli", "gateway", "prompts")}
+    assert ours <= {"cli", "cli.__main__"}
 
 
 def test_the_common_path_imports_only_what_it_needs(workdir: Path, providers: Providers) -> None:
