@@ -1,4 +1,5 @@
 """The shell of the command line: everything after `--version` (app), the Typer app and its
-group (root, group), which command a line is for (routing, fastpath), and the one module that
-reaches into Typer's private insides (typer_internals).
+group (root, group), the root help's list of commands unbuilt (listing), which command a line
+is for (routing, fastpath), and the one module that reaches into Typer's private insides
+(typer_internals).
 """

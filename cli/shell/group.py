@@ -17,6 +17,9 @@ from cli.shell import routing
 from cli.shell.typer_internals import adapt
 from cli.shell.typer_internals import click as _click
 
+# Set in the context's meta while the root group formats its help.
+_LISTING = "support_ask.listing"
+
 
 class AskByDefault(TyperGroup):
     """The root group. `lazy` names commands built only when used (command name -> module
@@ -33,6 +36,12 @@ class AskByDefault(TyperGroup):
 
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         if cmd_name not in self.commands and cmd_name in self.lazy:
+            if ctx.meta.get(_LISTING):
+                from cli.shell.listing import stand_in
+
+                listed = stand_in(cmd_name)
+                if listed is not None:
+                    return listed
             self._load(self.lazy[cmd_name])
         command = self.commands.get(cmd_name)
         if command is not None:
@@ -55,6 +64,15 @@ class AskByDefault(TyperGroup):
             adopted = {built.name or "": built}
         for name, command in adopted.items():
             self.commands.setdefault(name, command)
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        """The root help, listing each command not built yet by its summary alone (see
+        cli.shell.listing): the list is all that help needs of it."""
+        ctx.meta[_LISTING] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            del ctx.meta[_LISTING]
 
     def resolve_command(
         self, ctx: _click.Context, args: list[str]

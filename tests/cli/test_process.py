@@ -196,6 +196,30 @@ def test_version_imports_neither_typer_nor_rich(workdir: Path) -> None:
     assert ours <= {"cli", "cli.__main__"}
 
 
+def test_the_root_help_builds_no_command_to_list_it(workdir: Path) -> None:
+    # The list shows each command's summary (cli.shell.listing): importing and building the
+    # lazy commands' modules would be most of what the help costs.
+    from cli.shell.routing import LAZY_COMMANDS
+
+    # The modules loaded, read at exit: -X importtime misses importlib.import_module's.
+    code = (
+        "import atexit, runpy, sys; "
+        "atexit.register(lambda: print(*sys.modules, file=sys.stderr)); "
+        "runpy.run_module('cli', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--help"],
+        cwd=workdir,
+        env=support_ask_env(workdir),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(name in done.stdout for name in LAZY_COMMANDS)
+    assert not set(done.stderr.split()) & set(LAZY_COMMANDS.values())
+
+
 def test_the_common_path_imports_only_what_it_needs(workdir: Path, providers: Providers) -> None:
     done = support_ask(workdir, "How do I reset?", "-a", "kb", python_flags=("-X", "importtime"))
     assert done.returncode == 0
