@@ -203,6 +203,8 @@ class HtmlText:
         self._parts.append(data)
 
     def _flush(self) -> None:
+        if not self._parts:
+            return  # most flushes (a block's end, then its parent's): nothing came between
         raw = "".join(self._parts)
         self._parts = []
         if _LINK in raw or _LINK_END in raw:

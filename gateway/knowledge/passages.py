@@ -53,6 +53,10 @@ class Fence:
         return self.open is not None
 
 
+# The characters a line's first non-blank (within its first four) must be for `_ATX`,
+# `_UNDERLINE` or `_FENCE` to match it.
+_MARKED = frozenset("#=-`~")
+
 ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)]|>)\s+")
 
 
@@ -120,7 +124,14 @@ def _sections(article: Article) -> list[_Section]:
     for line in text.split("\n"):
         span = (position, position + len(line))
         position = span[1] + 1
-        if fence.edge(line) or fence.inside:
+        if line[:4].lstrip(" ")[:1] not in _MARKED and not fence.inside:
+            # No fence, heading or underline starts with any other character: a prose
+            # line, tested without the three patterns (most lines of a large manual).
+            if line.strip():
+                lines.append(span)
+            else:
+                end_paragraph()
+        elif fence.edge(line) or fence.inside:
             lines.append(span)
         elif _ATX.match(line):
             end_paragraph()
