@@ -55,18 +55,14 @@ BATCH = 8  # files a worker reads per task: fewer round trips, still a smooth pr
 WINDOW = 2  # batches in flight per worker
 
 
-@record
-class PreparedPassage:
-    number: int
-    heading: str
-    heading_span: tuple[int, int] | None
-    start: int
-    end: int
-    words: int
-    first: bool
-    tokens: int  # its body's estimated tokens
-    heading_terms: str  # the terms, space-separated, as the full-text tables hold them
-    body_terms: str
+PassageRow = tuple[int, str, int | None, int | None, int, int, int, bool, int]
+"""A passage as the `passages` table holds it, but for its ids: its number, heading, the
+heading line's span (start, end; None, None: no heading), the body's start and end in the
+article's text, its words, whether it is its section's first, its body's estimated
+tokens. A plain tuple: a pool's workers send thousands of them to the one process that
+inserts them, which pickles, unpickles and inserts a tuple cheapest."""
+TermsRow = tuple[str, str]
+"""A passage's terms, space-separated, as the full-text table holds them: heading, body."""
 
 
 @record
@@ -79,7 +75,8 @@ class Prepared:
     words: int = 0
     tokens: int = 0
     title_terms: str = ""
-    passages: tuple[PreparedPassage, ...] = ()
+    passages: tuple[PassageRow, ...] = ()
+    terms: tuple[TermsRow, ...] = ()  # one per passage, in the same order
 
 
 def prepare(path: str, html: Reader | None = None) -> Prepared:
@@ -87,33 +84,40 @@ def prepare(path: str, html: Reader | None = None) -> Prepared:
     article, problem = read(path, html)
     if article is None:
         return Prepared(path, None, problem)
-    rows = []
+    text = article.text
+    rows: list[PassageRow] = []
+    counted: list[TermsRow] = []
     for passage in split(article):
-        body = passage.body(article)
+        body = text[passage.start : passage.end]
         span = passage.heading_span
-        heading = article.text[span[0] : span[1]] if span else ""
+        if span is None:
+            hstart, hend, heading = None, None, ""
+        else:
+            hstart, hend = span
+            heading = text[hstart:hend]
         rows.append(
-            PreparedPassage(
+            (
                 passage.number,
                 passage.heading,
-                span,
+                hstart,
+                hend,
                 passage.start,
                 passage.end,
                 passage.words,
                 passage.first,
                 estimate(body),
-                " ".join(terms(heading)),
-                " ".join(terms(body)),
             )
         )
+        counted.append((" ".join(terms(heading)), " ".join(terms(body))))
     return Prepared(
         path,
         article,
         "",
-        len(article.text.split()),
-        estimate(article.text),
+        len(text.split()),
+        estimate(text),
         " ".join(terms(article.title)),
         tuple(rows),
+        tuple(counted),
     )
 
 
