@@ -83,8 +83,13 @@ def _stored(
 ) -> Index:
     from gateway.knowledge import store
 
+    path = store.index_path(cache_dir(), paths)
+    if not path.exists():  # a first index: every file is read
+        from gateway.knowledge.reading import start_early
+
+        start_early(found)
     try:
-        index = store.SqliteIndex.open(store.index_path(cache_dir(), paths), paths, warn=warn)
+        index = store.SqliteIndex.open(path, paths, warn=warn)
     except store.IndexUnavailable as exc:
         warn(f"{exc}: reading every article this run instead of keeping an index")
         return MemoryIndex(read_found(found, warn))
