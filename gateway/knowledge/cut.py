@@ -96,24 +96,29 @@ def match(words: Sequence[str]) -> str:
     return " OR ".join(f'"{word}"' for word in words)
 
 
-def needles(words: Sequence[str]) -> list[tuple[str, str]]:
-    """Each word and what `counts` looks for: the word between two spaces."""
-    return [(word, f" {word} ") for word in words]
+def needles(words: Sequence[str]) -> list[tuple[str, str, str]]:
+    """Each word and what `counts` looks for: the word between two spaces, and the word
+    twice in a row (where a plain count of the first would miss one)."""
+    return [(word, f" {word} ", f" {word} {word} ") for word in words]
 
 
-def counts(terms_text: str, wanted: Sequence[tuple[str, str]]) -> dict[str, int]:
+def counts(terms_text: str, wanted: Sequence[tuple[str, str, str]]) -> dict[str, int]:
     """How often each word of `wanted` (`needles`) is in `terms_text` (terms written
     space-separated, as the index keeps them): whole terms only."""
     out: dict[str, int] = {}
-    spaced = ""
-    for word, needle in wanted:
+    padded = ""
+    for word, needle, twice in wanted:
         # Most passages read hold one or two of the question's words: a word that is not
-        # even a substring costs one scan, and the spaced copy is made only for one that is.
+        # even a substring costs one scan, and the padded copy is made only for one that is.
         if word not in terms_text:
             continue
-        if not spaced:
-            # Every term between two spaces of its own, so neighbours do not share one.
-            spaced = f" {terms_text.replace(' ', '  ')} "
-        if n := spaced.count(needle):
+        if not padded:
+            padded = f" {terms_text} "
+        n = padded.count(needle)
+        if n and twice in padded:
+            # Two in a row share the space between them, which a count does not reuse:
+            # every term between two spaces of its own (rare, and dearer to copy).
+            n = f" {terms_text.replace(' ', '  ')} ".count(needle)
+        if n:
             out[word] = n
     return out
