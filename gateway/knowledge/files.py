@@ -96,6 +96,8 @@ class _Walk:
         self.entries = 0  # every name listed while walking, articles or not
 
     def take(self, path: str) -> None:
+        # Once per file of every question over a kept index (its freshness is checked
+        # against these values): local names, one test for both of the set's caps.
         try:
             info = os.stat(path)
         except OSError as exc:
@@ -108,38 +110,48 @@ class _Walk:
             self.warnings.append(f"skipped {path}: not a regular file")
             return
         identity = (info.st_dev, info.st_ino)
-        if identity in self.seen:
+        seen = self.seen
+        if identity in seen:
             return
-        self.seen.add(identity)
-        cap = self.limits.max_article_bytes
-        if info.st_size > cap:
+        seen.add(identity)
+        size = info.st_size
+        limits = self.limits
+        if size > limits.max_article_bytes:
+            cap = limits.max_article_bytes
             self.warnings.append(
-                f"skipped {path}: {_size(info.st_size)}, over the {_size(cap)} cap for one "
+                f"skipped {path}: {_size(size)}, over the {_size(cap)} cap for one "
                 "article (raise articles.max_article_bytes in the config to read it)"
             )
             return
-        self.total += info.st_size
-        self.found.append(Found(path, info.st_size, info.st_mtime_ns, *identity))
+        self.total += size
+        found = self.found
+        found.append(Found(path, size, info.st_mtime_ns, info.st_dev, info.st_ino))
+        if len(found) > limits.max_set_files or self.total > limits.max_set_bytes:
+            self._over()
+
+    def _over(self) -> None:
+        """Raise `SetTooLarge` for the cap the walk has crossed."""
         if len(self.found) > self.limits.max_set_files:
             raise SetTooLarge(
                 f"the articles hold more than {self.limits.max_set_files:,} files (the cap, "
                 "articles.max_set_files); check the --articles path, or raise the cap in "
                 "the config"
             )
-        if self.total > self.limits.max_set_bytes:
-            raise SetTooLarge(
-                f"the articles hold more than {_size(self.limits.max_set_bytes)} (the cap, "
-                "articles.max_set_bytes); check the --articles path, or raise the cap in "
-                "the config"
-            )
+        raise SetTooLarge(
+            f"the articles hold more than {_size(self.limits.max_set_bytes)} (the cap, "
+            "articles.max_set_bytes); check the --articles path, or raise the cap in "
+            "the config"
+        )
 
     def folder(self, root: str) -> None:
         """Every article file under `root`, in order of relative path."""
         files: list[tuple[str, str]] = []  # (relative path, full path)
         self._collect(root, "", [], files)
-        files.sort(key=lambda item: item[0])
+        # Relative paths are unique within a folder's walk: the pairs sort by them alone.
+        files.sort()
+        take = self.take
         for _, path in files:
-            self.take(path)
+            take(path)
 
     def _collect(
         self,
