@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 from gateway.knowledge.rank import HEADING_WEIGHT
 from gateway.record import record
@@ -75,7 +76,7 @@ class Cut:
                 (match(words), f"bm25({float(HEADING_WEIGHT)}, 1.0)"),
             ).fetchall()
             for place, limit in ((1, self.by_passage), (2, self.by_article)):
-                for row in sorted(found, key=lambda r: (r[place], r[0]))[:limit]:
+                for row in sorted(found, key=itemgetter(place, 0))[:limit]:
                     chosen[row[0]] = None
         if titled:
             for (fid,) in db.execute(
