@@ -97,3 +97,7 @@ def test_counts_are_of_whole_terms_repeats_and_neighbours_included() -> None:
         "restor": 1,
     }
     assert cut.counts("", wanted) == {}
+    # Three in a row, at either end, and alone: each counted once.
+    assert cut.counts("backup backup backup", wanted) == {"backup": 3}
+    assert cut.counts("restor backup restor", wanted) == {"restor": 2, "backup": 1}
+    assert cut.counts("backup", wanted) == {"backup": 1}
