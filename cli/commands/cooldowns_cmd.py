@@ -116,13 +116,13 @@ def _uses(config: Config, path: Path | RedisURL, store: StateStore, diag: Diag) 
     """Each shared allowance the config sets, and each the providers' headers tightened
     (once they stated something), with its use now."""
     from cli.runtime import wiring
-    from gateway.engine.allowances import stated
+    from gateway.engine.allowances import of_deployment, of_key, stated
     from gateway.limits.records import Claim
 
     configured = [
-        Claim(f"deployment:{d.name}", d.limits, 0) for d in config.all_deployments() if d.limits
+        Claim(of_deployment(d), d.limits, 0) for d in config.all_deployments() if d.limits
     ]
-    configured += [Claim(f"key:{variable}", limits, 0) for variable, limits in config.key_limits]
+    configured += [Claim(of_key(variable), limits, 0) for variable, limits in config.key_limits]
     allowance = wiring.open_allowance(path, store, warn=diag.warn, config=config)
     uses = allowance.usage([*configured, *stated(config)], time.time())
     return uses[: len(configured)] + [

@@ -11,6 +11,24 @@ from gateway.engine.credentials import Key
 from gateway.limits.records import Claim
 
 _STATED_ONLY = Limits()
+_KEY = "key:"
+
+
+def of_deployment(d: Deployment) -> str:
+    """The allowance of `d`'s own `limits`."""
+    return f"deployment:{d.name}"
+
+
+def of_key(variable: str) -> str:
+    """The allowance of the key in `variable` (`keys: {VARIABLE: {limits}}`), shared by every
+    deployment naming it."""
+    return f"{_KEY}{variable}"
+
+
+def is_key(name: str) -> bool:
+    """Whether the allowance `name` is a key's: refused by it, a deployment with another key
+    may still go."""
+    return name.startswith(_KEY)
 
 
 def provider(d: Deployment, variable: str) -> str:
@@ -23,12 +41,10 @@ def claims(config: Config, d: Deployment, key: Key | None, tokens: int) -> tuple
     """The allowances a call of `tokens` tokens to `d` with `key` takes its place in."""
     out: list[Claim] = []
     if d.limits is not None:
-        out.append(Claim(f"deployment:{d.name}", d.limits, tokens))
+        out.append(Claim(of_deployment(d), d.limits, tokens))
     if key is not None:
         out += [
-            Claim(f"key:{var}", lim, tokens)
-            for var, lim in config.key_limits
-            if var == key.variable
+            Claim(of_key(var), lim, tokens) for var, lim in config.key_limits if var == key.variable
         ]
         # The provider counts every process on the key: with the shared store out of
         # reach, each keeps to its share of what it stated, the call's largest fleet.

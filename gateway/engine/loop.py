@@ -337,7 +337,7 @@ class _Question:
             self.record.waited(turn, behind, f"waited for the limit {first}")
         if not grant.granted:
             step = over_limit(grant.wait, grant.blocking, budget, now)
-            if grant.blocking.startswith("key:") and self.turns.next_key(turn):
+            if allowances.is_key(grant.allowance) and self.turns.next_key(turn):
                 spare = "" if turn.key is None else f"; next: its key {turn.key.variable}"
                 self.record.waited(turn, 0.0, step.note + spare)
                 return self._paced(turn)
