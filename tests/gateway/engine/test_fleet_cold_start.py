@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.clock import FixedRandom, SystemClock
+from gateway.clock import SystemClock
 from gateway.config import Config, Limits, Policy
 from gateway.config.location import RedisURL
 from gateway.engine.loop import Engine
@@ -29,6 +29,7 @@ from gateway.state.memory import MemoryStore
 from gateway.state.redis import RedisStore
 from tests.gateway.engine.test_fleet_limits import KEYS, two_on_one_key
 from tests.support.fakes import answer, failure
+from tests.support.fleet import limited_engine
 from tests.support.limit_rules import ProviderBucket
 from tests.support.redis_server import RedisServer, redis_server
 
@@ -101,17 +102,7 @@ def _fleet(config: Config, make: Callable[[], Allowance], provider: BucketProvid
     threads = []
     for _ in range(ENGINES):
         clock = SystemClock()
-        e = Engine(
-            only_fast,
-            providers=lambda d, key: provider,
-            store=MemoryStore(),
-            clock=clock,
-            sleeper=clock,
-            rng=FixedRandom(0.5),
-            environ=KEYS,
-            count_tokens=len,
-            allowance=make(),
-        )
+        e = limited_engine(only_fast, make(), lambda d, key: provider, clock=clock, environ=KEYS)
         threads += [threading.Thread(target=ask, args=(e,)) for _ in range(AT_ONCE)]
     for t in threads:
         t.start()
@@ -141,17 +132,7 @@ def test_a_hung_first_call_holds_the_others_only_until_it_expires_and_the_table_
     quick = replace(config.deployments[0], policy=Policy(timeout=0.5, retries=0))
     only_fast = replace(config, deployments=(quick,))
     clock = SystemClock()
-    e = Engine(
-        only_fast,
-        providers=lambda d, key: provider,
-        store=MemoryStore(),
-        clock=clock,
-        sleeper=clock,
-        rng=FixedRandom(0.5),
-        environ=KEYS,
-        count_tokens=len,
-        allowance=allowance,
-    )
+    e = limited_engine(only_fast, allowance, lambda d, key: provider, clock=clock, environ=KEYS)
     request = Request("system", "How do I reset my password?", 400)
     first = threading.Thread(target=e.ask, args=(request,))
     first.start()

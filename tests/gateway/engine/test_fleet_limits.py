@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.clock import FixedRandom, VirtualClock
+from gateway.clock import VirtualClock
 from gateway.config import Config, Deployment, Limits, Policy
 from gateway.engine import allowances
 from gateway.engine.loop import Engine
@@ -17,8 +17,8 @@ from gateway.limits.memory import MemoryAllowance
 from gateway.limits.records import Claim
 from gateway.model import ErrorKind, Outcome, ProviderKind, Reply, Request, Result
 from gateway.record import replace
-from gateway.state.memory import MemoryStore
 from tests.support.fakes import ScriptedFactory, ScriptedProvider, answer, failure
+from tests.support.fleet import limited_engine
 
 KEYS = {"KEY_A": "sk-test-aaaaaaaaaaaaaaaa", "KEY_B": "sk-test-bbbbbbbbbbbbbbbb", "ANT": "sk-ant-x"}
 
@@ -42,17 +42,7 @@ def two_on_one_key(**key_limits: Limits) -> Config:
 def engine(
     config: Config, allowance: MemoryAllowance, clock: VirtualClock, *providers: ScriptedProvider
 ) -> Engine:
-    return Engine(
-        config,
-        providers=ScriptedFactory(providers),
-        store=MemoryStore(),
-        clock=clock,
-        sleeper=clock,
-        rng=FixedRandom(0.5),
-        environ=KEYS,
-        count_tokens=len,
-        allowance=allowance,
-    )
+    return limited_engine(config, allowance, ScriptedFactory(providers), clock=clock, environ=KEYS)
 
 
 def ask(e: Engine) -> Result:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.clock import FixedRandom, SystemClock
+from gateway.clock import SystemClock
 from gateway.config import Config, Deployment, Policy
 from gateway.config.location import RedisURL
 from gateway.engine import allowances
@@ -41,6 +41,7 @@ from gateway.seams import Allowance
 from gateway.state.memory import MemoryStore
 from gateway.state.redis import RedisStore
 from tests.support.fakes import answer, failure
+from tests.support.fleet import limited_engine
 from tests.support.redis_server import redis_server
 
 KEYS = {"KEY_A": "sk-test-aaaaaaaaaaaaaaaa"}
@@ -116,16 +117,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[
 def engine(cfg: Config, allowance: Allowance, cooldowns: MemoryStore, *providers: Gated) -> Engine:
     by_name = {p.name: p for p in providers}
     clock = SystemClock()
-    return Engine(
+    return limited_engine(
         cfg,
-        providers=lambda d, key: by_name[d.name],
-        store=cooldowns,
+        allowance,
+        lambda d, key: by_name[d.name],
         clock=clock,
-        sleeper=clock,
-        rng=FixedRandom(0.5),
         environ=KEYS,
-        count_tokens=len,
-        allowance=allowance,
+        store=cooldowns,
     )
 
 
