@@ -3,9 +3,19 @@ write the real user's config, state, cache or log, or reach a provider with a re
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
+
+# A suite started as a background job of a shell without job control (`scripts/check &` in
+# a script) inherits SIGINT ignored, and so does every process it starts: a user's
+# background job is meant to outlive a Ctrl-C, and support-ask leaves it so. The tests that
+# interrupt a run (tests/cli/test_contract.py, tests/cli/test_batch.py) would then wait for
+# an exit that never comes. A handler set here is reset to the default when a child execs,
+# so the processes the tests start can be interrupted as a user's foreground ones are.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY")
 _OURS = ("SUPPORT_ASK_CONFIG", "SUPPORT_ASK_STATE", "SUPPORT_ASK_LOG")
