@@ -9,13 +9,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from cli import options
+from cli import PROG, options
 from cli.runtime.guard import markup_mode, run_guarded
 
 if TYPE_CHECKING:
     import typer
 
     from cli.runtime.options import AskOptions
+
+
+def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
+    """The entry point's name before it moved to cli.__main__: the `support-ask` script of
+    a virtualenv installed before then still calls this, until `pip install` runs again.
+    `--version` goes the Typer app's way here (root's option), slower but the same answer."""
+    import sys
+
+    run(list(sys.argv[1:] if argv is None else argv), prog_name)
 
 
 def run(args: list[str], prog_name: str) -> NoReturn:

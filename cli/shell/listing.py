@@ -22,7 +22,7 @@ from cli.shell.typer_internals import click
 # Command name -> the first paragraph of its help (its docstring's, or its group's help=).
 SUMMARIES = {
     "simulate": "Run the real engine against simulated providers that fail as you say.",
-    "cooldowns": ("List the deployments cooling down (shared by every invocation); reset them."),
+    "cooldowns": "List the deployments cooling down (shared by every invocation); reset them.",
     "config": "Write or check the configuration.",
     "stats": "Show who served and how often a fallback did.",
     "eval": "Check every deployment against the prompt's rules.",

@@ -196,6 +196,30 @@ def test_version_imports_neither_typer_nor_rich(workdir: Path) -> None:
     assert ours <= {"cli", "cli.__main__"}
 
 
+@pytest.mark.parametrize(
+    "args", [("--version",), ("How do I reset my password?", "-a", "kb", "--json")]
+)
+def test_a_script_installed_before_the_entry_point_moved_still_runs(
+    workdir: Path, providers: Providers, args: tuple[str, ...]
+) -> None:
+    # The console script of a virtualenv installed before then imports cli.shell.app:main.
+    script = "import sys; from cli.shell.app import main; sys.argv[0] = 'support-ask'; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=workdir,
+        env=support_ask_env(workdir),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    if args == ("--version",):
+        assert done.stdout.startswith("support-ask ")
+    else:
+        assert json.loads(done.stdout)["answer"] == ANSWER
+
+
 def test_the_root_help_builds_no_command_to_list_it(workdir: Path) -> None:
     # The list shows each command's summary (cli.shell.listing): importing and building the
     # lazy commands' modules would be most of what the help costs.
