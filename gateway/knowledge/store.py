@@ -26,7 +26,6 @@ caller reads the articles into a `MemoryIndex` instead.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import time
@@ -42,6 +41,17 @@ from gateway.record import record
 
 if TYPE_CHECKING:
     from gateway.knowledge.reading import Prepared, Reading
+
+try:
+    # The interpreter's own SHA-256, the same digest: hashlib loads OpenSSL (about 11 M
+    # instructions) for the one short digest every question over a kept index makes of its
+    # paths (`index_path`). Python 3.11 names the module _sha256, 3.12 on _sha2.
+    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - a newer Python, or one built without it
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
 
 # A file changed this recently before it was read is read again next time: sub-second
 # timestamps tick with the kernel's coarse clock (<= 10 ms); whole seconds mean a
@@ -104,7 +114,7 @@ def index_folder(cache_dir: Path) -> Path:
 def index_path(cache_dir: Path, roots: Sequence[Path]) -> Path:
     """Where the index of `roots` lives: named by their real paths, in the order given."""
     real = "\0".join(os.path.realpath(r) for r in roots)
-    return index_folder(cache_dir) / f"{hashlib.sha256(real.encode()).hexdigest()[:16]}.sqlite"
+    return index_folder(cache_dir) / f"{sha256(real.encode()).hexdigest()[:16]}.sqlite"
 
 
 def has_fts5() -> bool:

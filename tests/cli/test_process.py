@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_runner import write_loopback_workdir
+from tests.support.helpcentre import age, write_centre
 from tests.support.loopback import Exchange, LoopbackServer
 
 pytestmark = pytest.mark.slow  # support-ask processes against a loopback server
@@ -319,6 +320,35 @@ def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert ANSWER in done.stdout
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
     assert not {m for m in imported if m.startswith((*_NOT_FOR_AN_ANSWER, *_NOR_OFFLINE))}
+
+
+def test_a_question_over_a_kept_index_digests_its_paths_without_openssl(tmp_path: Path) -> None:
+    """A help centre large enough to be kept in an index is found by a digest of its paths
+    on every question: made with the interpreter's own SHA-256, not hashlib's OpenSSL
+    (about 11 M instructions to load, a sixth of what a large set's question adds)."""
+    kb = tmp_path / "kb"
+    write_centre(kb, 30)
+    age(kb / "reset.md", "# Reset your password\n\n" + ANSWER + "\n")
+    env = support_ask_env(tmp_path)
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        del env[name]
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    question = ["How do I reset my password?", "-a", "kb"]
+    for _ in ("the first run builds the index", "the next one is measured"):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "cli", *question],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+    assert ANSWER in done.stdout
+    assert list((tmp_path / "xdg" / "support-ask" / "index").glob("*.sqlite"))
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert "sqlite3" in imported  # the kept index was what answered
+    assert not {m for m in imported if m.startswith(("hashlib", "_hashlib"))}
 
 
 def test_shell_completion_completes_command_names(tmp_path: Path) -> None:

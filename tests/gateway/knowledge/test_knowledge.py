@@ -3,6 +3,7 @@ the bad inputs a real folder holds."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import subprocess
@@ -219,6 +220,14 @@ def test_the_index_is_kept_in_the_user_cache_dir_and_reused(tmp_path: Path) -> N
     assert isinstance(again, SqliteIndex)
     assert fresh(again, root).read == 0  # nothing read a second time
     again.close()
+
+
+def test_an_index_kept_before_is_found_by_the_same_name(tmp_path: Path) -> None:
+    """The index's file is named by the SHA-256 of its roots' real paths: an index kept by
+    an earlier version (which digested them with hashlib) is found, not built again."""
+    root = big(tmp_path)
+    digest = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:16]
+    assert store.index_path(tmp_path / "cache", [root]).name == f"{digest}.sqlite"
 
 
 def test_a_changed_added_or_removed_file_is_reindexed_alone(tmp_path: Path) -> None:
