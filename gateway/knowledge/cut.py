@@ -26,11 +26,11 @@ every passage has them, the same handoffs, and every offline answer from the sam
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 
 from gateway.knowledge.rank import HEADING_WEIGHT
+from gateway.knowledge.sqlite import sqlite3
 from gateway.record import record
 
 

@@ -16,7 +16,7 @@ once per update that changes the set (`keep_totals`), not once per question.
 
 from __future__ import annotations
 
-import sqlite3
+from gateway.knowledge.sqlite import sqlite3
 
 # 3: each file keeps its article's stated public url; 4: and its page kind; 5: the set's
 # totals kept in meta, and the files' identities in an index of their own.

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.knowledge import cut, schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
+from gateway.knowledge.sqlite import sqlite3
 from gateway.model import Article, PageKind, Source
 from gateway.record import record
 

@@ -1,0 +1,14 @@
+"""The kept index's SQLite module: the standard library's C module, as `sqlite3` exports it.
+
+`sqlite3` is `_sqlite3` re-exported (`sqlite3.dbapi2`) with the DB-API's date and time
+helpers, for which it imports datetime: about 7 M instructions of every question over a
+kept index, which stores no date. The names are the same objects either way (an error
+raised through one is caught as the other's), so `store`, `schema` and `cut` use this one.
+"""
+
+try:
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover - an interpreter without the C module's own name
+    import sqlite3  # type: ignore[no-redef]
+
+__all__ = ["sqlite3"]
