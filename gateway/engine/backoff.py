@@ -6,8 +6,9 @@ engine takes can be predicted exactly in a test.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from gateway.config import Policy
-from gateway.record import record
 
 # Below this, an attempt has no realistic chance of an answer: a wait that would leave less
 # than this much budget is not taken (the engine fails over instead).
@@ -30,9 +31,10 @@ def backoff_delay(retry: int, policy: Policy, rand: float) -> float:
     return ceiling / 2.0 + ceiling / 2.0 * rand
 
 
-@record
-class Budget:
-    """The question's end-to-end time allowance, on the monotonic clock."""
+class Budget(NamedTuple):
+    """The question's end-to-end time allowance, on the monotonic clock. (A NamedTuple, not
+    a record: a question makes one for itself and one per deployment it calls, and a
+    tuple's constructor is C; frozen all the same.)"""
 
     start: float
     total: float

@@ -39,6 +39,10 @@ class HeldDeployments:
             if old is None or old.key != key or old.cooldown.until < cooldown.until:
                 self._held[cooldown.name] = _Held(cooldown, key)
 
+    def empty(self) -> bool:
+        """Whether nothing is held (read without the lock: a dict's size is read whole)."""
+        return not self._held
+
     def release(self, name: str) -> bool:
         """Forget `name` (a success proved it well); whether it was held."""
         if not self._held:

@@ -28,6 +28,7 @@ from gateway.engine.policy import (
     Refused,
     Stopped,
     after_overflow,
+    answered,
     judge,
     over_limit,
     over_retry_budget,
@@ -434,7 +435,7 @@ class _Question:
             raise
         self._settle(turn, result, started)
         now = self.clock.monotonic()
-        ending = judge(
+        ending = answered(result) or judge(
             result,
             partial=partial,
             wrote=wrote,

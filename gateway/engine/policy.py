@@ -257,14 +257,16 @@ def judge(
     random source, drawn only when a backoff needs jitter. The other arguments are
     `next_step`'s.
     """
+    answer = answered(result)
+    if answer is not None:
+        return answer
     reply = None
     if isinstance(result, Reply):
         if result.refused:
             by = RefusedBy.PROVIDER if result.filtered else RefusedBy.MODEL
             return Refused(result.text, by, reply=result)
         unusable = not_an_answer(result)
-        if unusable is None:
-            return Answered(result)
+        assert unusable is not None  # a reply neither refused nor unusable is answered
         reply, partial = result, result.text
         result = unusable
     if (wrote or (partial and reply is None)) and not restartable:
@@ -288,6 +290,15 @@ def judge(
             return Refused(result.detail, RefusedBy.PROVIDER, failure=result)
         return Fatal(result)
     return Failed(result, step, reply)
+
+
+def answered(result: Reply | Failure) -> Answered | None:
+    """The ending of an attempt whose reply is a whole answer (None: `judge` says what it
+    means). Whatever else the call was, or text shown before it, an answer ends the
+    question, so the common attempt needs none of `judge`'s other arguments."""
+    if isinstance(result, Reply) and not result.refused and not_an_answer(result) is None:
+        return Answered(result)
+    return None
 
 
 def not_an_answer(reply: Reply) -> Failure | None:

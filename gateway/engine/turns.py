@@ -145,6 +145,8 @@ class Turns:
     def held_back(self, turn: DeploymentTurn) -> Verdict | None:
         """Why `turn` must not call now, going by the cooldowns this process took since the
         question started (None: it may). A held key gives way to the next one at once."""
+        if self.held.empty():
+            return None  # the common case: no question of this process cooled anything
         d, now = turn.deployment, self.clock.wall()
         cooldown = self.held.holding(d.name, None, now)
         while cooldown is None and turn.key is not None:
@@ -220,7 +222,12 @@ class Turns:
     def _keys(self, d: Deployment) -> list[Key]:
         """`d`'s usable keys that nothing holds back, in this question's order."""
         usable = self.keys_for(d).usable
-        ordered = credentials.in_turn(usable, d, self.seen.cursors.get(d.name, 0))
+        if d.name in self.rotating:
+            ordered = credentials.in_turn(usable, d, self.seen.cursors.get(d.name, 0))
+        else:
+            ordered = list(usable)  # as configured: only a rotating deployment keeps a cursor
+        if not (self.seen.cooling or self.seen.due) and self.held.empty():
+            return ordered  # the common case: nothing read or held, so no key is held back
         return [k for k in ordered if self._key_held(k) is None]
 
     def _key_held(self, key: Key) -> str | None:
