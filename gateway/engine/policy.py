@@ -9,6 +9,7 @@ it can be read (and tested) in one place.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import NamedTuple
 
 from gateway.config import Config, Deployment, Policy
 from gateway.engine.backoff import Budget, backoff_delay, retry_after_wait
@@ -324,9 +325,9 @@ def _answer_failure(kind: ErrorKind, detail: str) -> Failure:
     return Failure(kind, TABLE[kind].decision, detail, status=200)
 
 
-@record
-class Plan:
-    """Which deployments to try for one question, in order."""
+class Plan(NamedTuple):
+    """Which deployments to try for one question, in order. (A NamedTuple: one a question,
+    read only by the engine.)"""
 
     route: Route
     input_tokens: int

@@ -106,8 +106,8 @@ class Record:
                 elapsed,
                 "the probe after its cooldown answered: cleared" if turn.probe else "",
                 None if turn.key is None else turn.key.variable,
-                usage=Usage.of(reply),
-                cost_usd=_cost(d, reply),
+                Usage.of(reply),  # usage and cost by position: a record's keywords cost more
+                _cost(d, reply),
             )
         )
 
