@@ -27,7 +27,6 @@ every passage has them, the same handoffs, and every offline answer from the sam
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 
 from gateway.knowledge.rank import HEADING_WEIGHT
 from gateway.knowledge.sqlite import sqlite3
@@ -68,16 +67,28 @@ class Cut:
         chosen: dict[int, None] = {}
         if words:
             # Per article, its best passage's score and all its passages' together (FTS5's
-            # scores are negative: the lower, the better).
+            # scores are negative: the lower, the better), scored once (MATERIALIZED); only
+            # the best of each ordering come back, not a row per article hit (hundreds, each
+            # a tuple made and sorted here), and are put in their order here.
             found = db.execute(
-                "SELECT p.file, min(m.score), sum(m.score) FROM (SELECT rowid AS id, rank AS "
-                "score FROM terms WHERE terms MATCH ? AND rank MATCH ?) m "
-                "JOIN passages p ON p.id = m.id GROUP BY p.file",
-                (match(words), f"bm25({float(HEADING_WEIGHT)}, 1.0)"),
+                "WITH f AS MATERIALIZED (SELECT p.file AS file, min(m.score) AS best, "
+                "sum(m.score) AS total FROM (SELECT rowid AS id, rank AS score FROM terms "
+                "WHERE terms MATCH ? AND rank MATCH ?) m JOIN passages p ON p.id = m.id "
+                "GROUP BY p.file) "
+                "SELECT * FROM (SELECT 1, file, best FROM f ORDER BY best, file LIMIT ?) "
+                "UNION ALL SELECT * FROM (SELECT 2, file, total FROM f ORDER BY total, file "
+                "LIMIT ?)",
+                (
+                    match(words),
+                    f"bm25({float(HEADING_WEIGHT)}, 1.0)",
+                    int(self.by_passage),
+                    int(self.by_article),
+                ),
             ).fetchall()
-            for place, limit in ((1, self.by_passage), (2, self.by_article)):
-                for row in sorted(found, key=itemgetter(place, 0))[:limit]:
-                    chosen[row[0]] = None
+            for place in (1, 2):
+                ordered = sorted((row[2], row[1]) for row in found if row[0] == place)
+                for _, fid in ordered:
+                    chosen[fid] = None
         if titled:
             for (fid,) in db.execute(
                 "SELECT rowid FROM titles WHERE titles MATCH ? ORDER BY rank, rowid "
