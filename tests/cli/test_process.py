@@ -293,16 +293,9 @@ _NOR_OFFLINE = (
 )
 
 
-def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
-    """No config and no keys: the bundled default's LLM deployments are skipped and the
-    local one answers from the help centre, importing neither httpx nor the classifier,
-    nor `secrets` (with it hmac, random and OpenSSL's hashlib) for the question's id, nor
-    platformdirs for the user dirs its XDG variables name, nor hashlib (only a cooldown's
-    key is digested), random (only a backoff's jitter) or datetime (one log timestamp); and
-    once the bundled config is cached, not yaml."""
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "reset.md").write_text("# Reset your password\n\n" + ANSWER + "\n")
+def _imported_by_a_second_offline_question(tmp_path: Path) -> set[str]:
+    """The modules the second of two offline questions over `tmp_path/kb` imports (no
+    config, no keys; the first caches the bundled config and builds any index)."""
     env = support_ask_env(tmp_path)
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         del env[name]
@@ -315,11 +308,24 @@ def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
             env=env,
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=60,
         )
         assert done.returncode == 0, done.stderr
     assert ANSWER in done.stdout
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+
+
+def test_the_offline_answer_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """No config and no keys: the bundled default's LLM deployments are skipped and the
+    local one answers from the help centre, importing neither httpx nor the classifier,
+    nor `secrets` (with it hmac, random and OpenSSL's hashlib) for the question's id, nor
+    platformdirs for the user dirs its XDG variables name, nor hashlib (only a cooldown's
+    key is digested), random (only a backoff's jitter) or datetime (one log timestamp); and
+    once the bundled config is cached, not yaml."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "reset.md").write_text("# Reset your password\n\n" + ANSWER + "\n")
+    imported = _imported_by_a_second_offline_question(tmp_path)
     assert not {m for m in imported if m.startswith((*_NOT_FOR_AN_ANSWER, *_NOR_OFFLINE))}
 
 
@@ -333,24 +339,8 @@ def test_a_question_over_a_kept_index_imports_neither_openssl_nor_datetime(
     kb = tmp_path / "kb"
     write_centre(kb, 30)
     age(kb / "reset.md", "# Reset your password\n\n" + ANSWER + "\n")
-    env = support_ask_env(tmp_path)
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        del env[name]
-    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    question = ["How do I reset my password?", "-a", "kb"]
-    for _ in ("the first run builds the index", "the next one is measured"):
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "cli", *question],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-    assert ANSWER in done.stdout
+    imported = _imported_by_a_second_offline_question(tmp_path)
     assert list((tmp_path / "xdg" / "support-ask" / "index").glob("*.sqlite"))
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
     assert "_sqlite3" in imported  # the kept index was what answered
     assert not {m for m in imported if m.startswith(("hashlib", "_hashlib", "datetime"))}
 
