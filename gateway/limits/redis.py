@@ -44,6 +44,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
+# A refusal's limit, named in the script by its `Bound` member's name (`local RPM, ... =
+# 'rpm', ...`): the enum is the one place its values are spelled. None holds a quote.
+_BOUNDS = "local {} = {}\n".format(
+    ", ".join(b.name for b in Bound), ", ".join(f"'{b.value}'" for b in Bound)
+)
+
 # `rules.cold`: a limit hash's fields R, T, Q (HMGET) say nothing of the provider's yet.
 _COLD = """
 local function unstated(v)
@@ -60,6 +66,7 @@ end
 DRAW = (
     _CLOCK
     + _COLD
+    + _BOUNDS
     + """
 local most, ticket, hold, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local burst, poll, margin = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -96,16 +103,16 @@ for i = 1, n do
     if #first > 0 then
       local freed = math.max(0, tonumber(first[2]) - now)
       full, wait = true, math.max(wait, math.min(freed, poll))
-      blocking, bound = i, 'first call'
+      blocking, bound = i, FIRST_CALL
     end
   end
   if rpm > 0 then
     local w = gcra_wait(r, rpm, 1)
-    if w > wait then wait, blocking, bound = w, i, 'rpm' end
+    if w > wait then wait, blocking, bound = w, i, RPM end
   end
   if tpm > 0 then
     local w = gcra_wait(t, tpm, tokens)
-    if w > wait then wait, blocking, bound = w, i, 'tpm' end
+    if w > wait then wait, blocking, bound = w, i, TPM end
   end
   if conc > 0 then
     redis.call('ZREMRANGEBYSCORE', KEYS[2 * i], '-inf', now)
@@ -113,7 +120,7 @@ for i = 1, n do
       local first = redis.call('ZRANGE', KEYS[2 * i], 0, 0, 'WITHSCORES')
       local freed = math.max(0, tonumber(first[2]) - now)
       full, wait = true, math.max(wait, math.min(freed, poll))
-      blocking, bound = i, 'concurrent'
+      blocking, bound = i, CONCURRENT
     end
   end
 end

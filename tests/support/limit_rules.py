@@ -106,7 +106,9 @@ def tokens_are_reserved_and_given_back_when_settled(a: Allowance) -> None:
     small = Claim("key:OPENAI_API_KEY", Limits(tpm=6000), 100)
     grant = draw(a, big)
     assert grant.granted
-    assert draw(a, small, most_wait=0.0).wait == near(6.0 + M)  # the reservation counts
+    waited = draw(a, small, most_wait=0.0)
+    assert waited.wait == near(6.0 + M)  # the reservation counts
+    assert (waited.allowance, waited.bound) == ("key:OPENAI_API_KEY", Bound.TPM)
     a.settle(grant, used=100, now=T)  # the provider reported 100 tokens
     assert draw(a, small).wait == near(1.0 + M)
 
