@@ -37,6 +37,7 @@ from cli.commands.batch_options import (
     BatchOptions,
     output,
 )
+from cli.runtime.common import help_of
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from cli.runtime.option_params import After, takes_ask_options
@@ -309,7 +310,7 @@ def _view(diag: Diag, live: bool, every: float) -> LineReport | LiveBar:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("batch")
+    @app.command("batch", help=help_of("batch"))
     @takes_ask_options(Command.BATCH)
     def batch(
         source: Annotated[
@@ -396,7 +397,6 @@ def register(app: typer.Typer) -> None:
         ] = DEFAULT_POLL_S,
         **options: Any,
     ) -> None:
-        """Answer a file of questions concurrently, one JSON line per question."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP, STATE_HELP, can_call
+from cli.runtime.common import CONFIG_HELP, STATE_HELP, can_call, help_of
 from cli.runtime.sample import SAMPLE_PRODUCT
 from gateway.record import fields
 
@@ -396,9 +396,7 @@ def _flag(path: Path) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(
-        name="config", help="Write or check the configuration.", no_args_is_help=True
-    )
+    group = typer.Typer(name="config", help=help_of("config"), no_args_is_help=True)
 
     @group.command("check")
     def check_cmd(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP, STATE_HELP, local_time
+from cli.runtime.common import CONFIG_HELP, STATE_HELP, help_of, local_time
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from gateway.units import countdown
@@ -320,7 +320,7 @@ def reset(config: Config, path: Path | RedisURL, name: str | None, diag: Diag) -
 def register(app: typer.Typer) -> None:
     group = typer.Typer(
         name="cooldowns",
-        help="List the deployments cooling down (shared by every invocation); reset them.",
+        help=help_of("cooldowns"),
         invoke_without_command=True,
         no_args_is_help=False,
     )

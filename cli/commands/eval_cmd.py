@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP
+from cli.runtime.common import CONFIG_HELP, help_of
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
@@ -292,8 +292,19 @@ Product = Annotated[str | None, ask_option("product", Command.EVAL)]
 MaxArticleTokens = Annotated[str | None, ask_option("max_article_tokens", Command.EVAL)]
 
 
+# Its help after the summary (`common.SUMMARIES`).
+_EVAL_DETAILS = """Asks each deployment every question alone (no fallback), with the same prompt,
+shows the answers side by side and checks each: word limit, plain text, no AI
+names, not-covered reply with a ticket. Exits 4 on any violation.
+
+With --golden FILE: each question's selection and relevance, as ask makes them;
+recall, handoff recall and false handoffs; exits 4 past a threshold. Without
+--offline each question is also asked as ask asks it: its action and handoff,
+whether it cites an answering article, citations dropped."""
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("eval")
+    @app.command("eval", help=help_of("eval", _EVAL_DETAILS))
     def eval_(
         questions: Annotated[
             Path | None,
@@ -403,16 +414,6 @@ def register(app: typer.Typer) -> None:
         ] = False,
         debug: Annotated[bool, typer.Option("--debug", help="Tracebacks for bugs.")] = False,
     ) -> None:
-        """Check every deployment against the prompt's rules.
-
-        Asks each deployment every question alone (no fallback), with the same prompt,
-        shows the answers side by side and checks each: word limit, plain text, no AI
-        names, not-covered reply with a ticket. Exits 4 on any violation.
-
-        With --golden FILE: each question's selection and relevance, as ask makes them;
-        recall, handoff recall and false handoffs; exits 4 past a threshold. Without
-        --offline each question is also asked as ask asks it: its action and handoff,
-        whether it cites an answering article, citations dropped."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 

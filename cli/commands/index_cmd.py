@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP, local_time
+from cli.runtime.common import CONFIG_HELP, help_of, local_time
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from gateway.units import countdown
@@ -151,7 +151,7 @@ def clear(paths: list[Path], diag: Diag) -> int:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("index")
+    @app.command("index", help=help_of("index"))
     def index_cmd(
         paths: Annotated[
             list[Path] | None,
@@ -178,7 +178,6 @@ def register(app: typer.Typer) -> None:
             typer.Option("--quiet", "-q", help="No progress bar: one summary line, and errors."),
         ] = False,
     ) -> None:
-        """Build or refresh the index of a help centre (DIR), ahead of the first question."""
         from cli.runtime import wiring
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag

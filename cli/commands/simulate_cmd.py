@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP, STATE_HELP
+from cli.runtime.common import CONFIG_HELP, STATE_HELP, help_of
 from cli.runtime.exitcodes import ExitCode, exit_code_for
 from cli.runtime.failure import CliError
 from cli.runtime.option_params import ask_option
@@ -188,7 +188,7 @@ MaxArticleTokens = Annotated[str | None, ask_option("max_article_tokens", Comman
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("simulate")
+    @app.command("simulate", help=help_of("simulate"))
     def simulate(
         question: Annotated[
             list[str] | None,
@@ -263,7 +263,6 @@ def register(app: typer.Typer) -> None:
             typer.Option("--seed", help="Seed the jitter for repeatable waits.", metavar="N"),
         ] = None,
     ) -> None:
-        """Run the real engine against simulated providers that fail as you say."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.runtime.common import CONFIG_HELP
+from cli.runtime.common import CONFIG_HELP, help_of
 from cli.runtime.exitcodes import ExitCode
 from cli.runtime.failure import CliError
 from cli.runtime.observe import CHECK_FAILED
@@ -164,8 +164,15 @@ def _deflection(d: Deflection) -> str:
     return ", ".join(f"{name} {count / max(d.questions, 1):.0%} ({count})" for name, count in parts)
 
 
+# Its help after the summary (`common.SUMMARIES`).
+_STATS_DETAILS = """Per deployment, from the attempt log: questions served, as a fallback, calls,
+skips, error classes, median and p95 latency, time waited, cooldowns taken; the
+answered / handoff / refused shares per deployment and per day.
+Exits 4 when the fallback share is above the threshold."""
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("stats")
+    @app.command("stats", help=help_of("stats", _STATS_DETAILS))
     def stats(
         since: Annotated[
             str,
@@ -188,12 +195,6 @@ def register(app: typer.Typer) -> None:
         config: Annotated[Path | None, typer.Option("--config", "-c", help=CONFIG_HELP)] = None,
         debug: Annotated[bool, typer.Option("--debug", help="Tracebacks for bugs.")] = False,
     ) -> None:
-        """Show who served and how often a fallback did.
-
-        Per deployment, from the attempt log: questions served, as a fallback, calls,
-        skips, error classes, median and p95 latency, time waited, cooldowns taken; the
-        answered / handoff / refused shares per deployment and per day.
-        Exits 4 when the fallback share is above the threshold."""
         from cli.runtime.guard import guarded
         from cli.terminal.diag import Diag
 

@@ -1,5 +1,5 @@
-"""Small pieces several commands share: the --config/--state options, and human durations
-and times."""
+"""Small pieces several commands share: the --config/--state options, their help's first
+paragraphs, and human durations and times."""
 
 from __future__ import annotations
 
@@ -21,6 +21,25 @@ STATE_HELP = (
     "The cooldown state: a file or a redis:// URL (else $SUPPORT_ASK_STATE, the config's "
     "state.url or state.path, the user state dir)."
 )
+
+
+# A lazy command's name -> the first paragraph of its help, which the root help lists it by
+# without building it (cli.shell.listing).
+SUMMARIES = {
+    "simulate": "Run the real engine against simulated providers that fail as you say.",
+    "cooldowns": "List the deployments cooling down (shared by every invocation); reset them.",
+    "config": "Write or check the configuration.",
+    "stats": "Show who served and how often a fallback did.",
+    "eval": "Check every deployment against the prompt's rules.",
+    "batch": "Answer a file of questions concurrently, one JSON line per question.",
+    "index": "Build or refresh the index of a help centre (DIR), ahead of the first question.",
+}
+
+
+def help_of(name: str, details: str = "") -> str:
+    """A lazy command's help=: its summary, then `details`, the paragraphs after it
+    (Typer dedents a help= as it does a docstring)."""
+    return f"{SUMMARIES[name]}\n\n{details}" if details else SUMMARIES[name]
 
 
 def can_call(deployment: Deployment, environ: Mapping[str, str]) -> bool:

@@ -8,27 +8,18 @@ by a bare Typer command holding that summary, which click and Typer's rich panel
 exactly as they write the real one (its name, its help's first paragraph, not hidden, not
 deprecated, the default panel).
 
-The summaries are the commands' own first paragraphs, repeated here; tests/cli/
-test_listing.py fails when one drifts from its command's help (the root help built
-both ways differs).
+The summaries are written once, in cli.runtime.common (which the root help loads anyway),
+and each command's help starts with its own (`help_of`). tests/cli/test_listing.py still
+builds the root help both ways, for a Typer that lists a command by more than its name
+and summary.
 """
 
 from __future__ import annotations
 
 from typer.core import TyperCommand
 
+from cli.runtime.common import SUMMARIES
 from cli.shell.typer_internals import click
-
-# Command name -> the first paragraph of its help (its docstring's, or its group's help=).
-SUMMARIES = {
-    "simulate": "Run the real engine against simulated providers that fail as you say.",
-    "cooldowns": "List the deployments cooling down (shared by every invocation); reset them.",
-    "config": "Write or check the configuration.",
-    "stats": "Show who served and how often a fallback did.",
-    "eval": "Check every deployment against the prompt's rules.",
-    "batch": "Answer a file of questions concurrently, one JSON line per question.",
-    "index": "Build or refresh the index of a help centre (DIR), ahead of the first question.",
-}
 
 
 def stand_in(name: str) -> click.Command | None:

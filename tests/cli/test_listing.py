@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import typer.main
 
-from cli.shell import listing, root, routing
+from cli.runtime import common
+from cli.shell import root, routing
 from cli.shell.group import AskByDefault
 from cli.shell.typer_internals import click
 
@@ -51,7 +52,7 @@ def test_the_root_help_reads_the_same_without_building_the_commands(
 
 def test_every_lazy_command_is_listed_by_its_summary() -> None:
     # A lazy command without one is built to be listed: correct, but the help's cost again.
-    assert set(listing.SUMMARIES) == set(routing.LAZY_COMMANDS)
+    assert set(common.SUMMARIES) == set(routing.LAZY_COMMANDS)
 
 
 def test_a_command_is_still_built_for_its_own_help_and_its_errors() -> None:
