@@ -17,6 +17,18 @@ import pytest
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+
+def _outlive_hangups(signum: int, frame: object) -> None:
+    """The suite's own SIGHUP, under `nohup`: still ignored."""
+
+
+# Likewise a suite started under `nohup` (as a long run on a shared machine is) inherits
+# SIGHUP ignored, which support-ask keeps (cli.runtime.signals): the SIGHUP test then waited
+# 30 s for an exit that never came. A handler that does nothing is also reset when a child
+# execs, so the suite outlives a hangup as nohup asked and the processes it starts do not.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, _outlive_hangups)
+
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY")
 _OURS = ("SUPPORT_ASK_CONFIG", "SUPPORT_ASK_STATE", "SUPPORT_ASK_LOG")
 
