@@ -104,7 +104,9 @@ def test_a_signal_stops_the_run_at_once_with_a_result_and_the_question_logged(
     took = time.monotonic() - asked
 
     assert proc.returncode == code, err
-    assert took < 5  # at once, not when the budget or the timeout runs out
+    # At once, not when the budget or the timeout runs out (60 s each): the bound is the
+    # slack a loaded machine needs to write the log, the state and the JSON and exit.
+    assert took < 15
     assert said in err
     assert "Traceback" not in err
     result = json.loads(out)
@@ -130,13 +132,18 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     tmp_path: Path, providers: Providers
 ) -> None:
     """Time spent before the engine starts (here, the question arriving slowly on
-    stdin; in life, loading a large help centre) is spent from the budget, not added."""
-    budget = 4
+    stdin; in life, loading a large help centre) is spent from the budget, not added.
+
+    Each check tells the two apart by the time spent before the question, not by a margin
+    the machine's load eats: at a load of 20 to 35 on two CPUs the run's own work (about
+    0.5 s of CPU from the question to the fallback's call, 0.1 s after the deadline) takes
+    ten times as long or more, so it has 8 s and 4 s for them."""
+    budget, before = 12, 4  # seconds
     home = workdir(tmp_path, providers, budget=budget)
     began = time.monotonic()
     proc = start(home, "-", "-a", "kb", "--json", stdin=subprocess.PIPE)
     assert proc.stdin is not None
-    time.sleep(2.0)
+    time.sleep(before)  # the time it waits for its question
     proc.stdin.write("How do I reset my password?\n")
     proc.stdin.close()
     proc.stdin = None  # closed: communicate() has nothing left to send
@@ -144,16 +151,20 @@ def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     took = time.monotonic() - began
 
     assert proc.returncode == 75, err
-    # The budget + 0.5 s (docs/decisions.md#the-budget), and as much again for a test machine under
-    # load (the 2 s spent before the engine would show as more than that if it were added).
-    assert took < budget + 0.5 + 0.5, f"{took:.2f} s for a {budget} s budget"
+    # Added, the time before the question would end the run no sooner than budget + before.
+    assert took < budget + before, f"{took:.2f} s for a {budget} s budget"
     result = json.loads(out)
-    assert result["elapsed_s"] == pytest.approx(budget, abs=0.5)  # from the start, too
+    # The run's own clock, from the process's start: the deadline and the documented 0.5 s
+    # for the last attempt to be cut off (docs/decisions.md#the-budget).
+    assert result["elapsed_s"] == pytest.approx(budget, abs=0.5)
     assert [a["deployment"] for a in result["attempts"]] == ["primary", "fallback"]
-    # The fallback's timeout was what the budget had left: shown rounded, not 1.93721 s.
-    details = " ".join(a["detail"] for a in result["attempts"])
-    assert "within the attempt's" in details
-    assert not re.findall(r"\d\.\d{3,}", details), details
+    # The fallback's timeout was what the budget had left after the wait: shown rounded,
+    # not 1.93721 s. A loaded machine only leaves it less.
+    detail = result["attempts"][-1]["detail"]
+    left = re.search(r"no response within the attempt's (\d+(?:\.\d)?) s", detail)
+    assert left is not None, detail
+    assert float(left[1]) <= budget - before
+    assert not re.findall(r"\d\.\d{3,}", " ".join(a["detail"] for a in result["attempts"]))
     assert "cooling down" not in result["error"]["message"]  # nothing was when it began
 
 
