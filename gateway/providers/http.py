@@ -62,6 +62,9 @@ MAX_BODY = 8 * 1024 * 1024  # a reply of a few hundred tokens is a few KiB; this
 # At most one connection, so the watchdog knows which socket is in use.
 _LIMITS = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id")
+# An adapter posts to one or two endpoints: each is parsed once (httpx parses a str URL
+# twice per request), and at most this many are kept.
+_MAX_URLS = 8
 # The request extension through which an injected transport learns the attempt's Deadline.
 DEADLINE_EXTENSION = "support_ask.deadline"
 # httpcore's trace events that hand over a freshly connected network stream: direct, and
@@ -72,6 +75,10 @@ _CONNECTED = frozenset(
     for via in ("connection", "proxy", "socks")
     for step in ("connect_tcp", "start_tls")
 )
+
+
+def _payload(body: Mapping[str, object] | bytes) -> bytes:
+    return body if isinstance(body, bytes) else encode(body)
 
 
 def _plain(headers: httpx.Headers) -> dict[str, str]:
@@ -150,6 +157,7 @@ class HttpClient:
         self._connect_timeout = connect_timeout
         self._last_stream: object = None  # through a proxy: the last stream traced
         self._direct: DirectTransport | None = None  # None: a proxy's or a given transport
+        self._urls: dict[str, httpx.URL] = {}
         self._redactor = Redactor(secret_header_values(headers))
         verify: ssl.SSLContext | bool = True  # unused by a transport given here
         if transport is None:
@@ -184,13 +192,14 @@ class HttpClient:
     def post_json(
         self,
         url: str,
-        body: Mapping[str, object],
+        body: Mapping[str, object] | bytes,
         *,
         timeout: float,
         first_token: float | None = None,
         stall: float | None = None,
     ) -> object:
-        """POST `body`, return the 2xx reply's JSON; every failure raises ProviderError.
+        """POST `body` (or the bytes of its JSON), return the 2xx reply's JSON; every failure
+        raises ProviderError.
 
         `first_token` bounds the wait for the response headers (a whole reply's first
         sign of an answer), `stall` the silence between two chunks of its body.
@@ -202,11 +211,11 @@ class HttpClient:
             stall=stall,
             first_is_headers=True,
         )
-        raw = b"".join(self._chunks(url, encode(body), deadline=deadline, limit=MAX_BODY))
+        raw = b"".join(self._chunks(url, _payload(body), deadline=deadline, limit=MAX_BODY))
         return decode_json(raw, what="the reply")
 
     def stream_sse(
-        self, url: str, body: Mapping[str, object], *, deadline: Deadline
+        self, url: str, body: Mapping[str, object] | bytes, *, deadline: Deadline
     ) -> Generator[SseEvent, None, None]:
         """POST `body`, yield the 2xx reply's events as each frame completes.
 
@@ -215,13 +224,13 @@ class HttpClient:
         from gateway.providers.sse import SseDecoder  # a whole (unstreamed) reply never needs it
 
         decoder = SseDecoder()
-        for chunk in self._chunks(url, encode(body), deadline=deadline, limit=MAX_BODY):
+        for chunk in self._chunks(url, _payload(body), deadline=deadline, limit=MAX_BODY):
             yield from decoder.feed(chunk)
 
     def stream_reply(
         self,
         url: str,
-        body: Mapping[str, object],
+        body: Mapping[str, object] | bytes,
         *,
         timeout: float,
         on_text: TextSink,
@@ -302,7 +311,7 @@ class HttpClient:
         self.seen = None
         try:
             request = self._client.build_request(
-                "POST", url, content=payload, extensions=self._extensions(deadline)
+                "POST", self._url(url), content=payload, extensions=self._extensions(deadline)
             )
             if self._sockets:
                 deadline.watch(functools.partial(self._expire, deadline))
@@ -365,6 +374,14 @@ class HttpClient:
                     response.close()
             if log.isEnabledFor(logging.DEBUG):
                 self._log(url, outcome, clock.monotonic() - started, response)
+
+    def _url(self, url: str) -> httpx.URL:
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = httpx.URL(url)
+            if len(self._urls) < _MAX_URLS:
+                self._urls[url] = parsed
+        return parsed
 
     def _extensions(self, deadline: Deadline) -> dict[str, object]:
         # Each per-operation timeout is capped by the attempt's; the watchdog bounds their
@@ -481,6 +498,7 @@ class HttpProvider(ABC):
         self._endpoint = url
         sent = {name.lower(): value for name, value in deployment.headers}
         sent.update(headers)
+        self._last: tuple[Request, bool, bytes] | None = None  # the last body sent, encoded
         self._http = HttpClient(
             sent,
             transport=transport,
@@ -506,7 +524,7 @@ class HttpProvider(ABC):
             if on_text is None:
                 data = self._http.post_json(
                     self._url(stream=False),
-                    self._body(request, stream=False),
+                    self._payload(request, stream=False),
                     timeout=timeout,
                     first_token=first_token,
                     stall=stall,
@@ -515,7 +533,7 @@ class HttpProvider(ABC):
             return self._seen(
                 self._http.stream_reply(
                     self._url(stream=True),
-                    self._body(request, stream=True),
+                    self._payload(request, stream=True),
                     timeout=timeout,
                     on_text=on_text,
                     parser=self._parser(),
@@ -525,6 +543,17 @@ class HttpProvider(ABC):
             )
         except ProviderError as err:
             raise self._http.scrub(err) from None
+
+    def _payload(self, request: Request, *, stream: bool) -> bytes:
+        """The JSON `_body` makes of `request`, encoded once for every attempt that sends it:
+        a question's retries on this adapter send the same request (records are frozen), and
+        escaping its prompt was most of the adapter's own cost (bench/RESULTS.md)."""
+        last = self._last
+        if last is not None and last[0] is request and last[1] is stream:
+            return last[2]
+        payload = encode(self._body(request, stream=stream))
+        self._last = (request, stream, payload)
+        return payload
 
     def _headroom(self, headers: Mapping[str, str], now: float) -> Headroom | None:
         """What a response's rate-limit headers say is left (`gateway.providers.headroom`):

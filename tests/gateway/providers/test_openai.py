@@ -10,6 +10,7 @@ import pytest
 from gateway.config import Deployment
 from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request
 from gateway.providers.openai import FILTERED, OpenAIProvider
+from gateway.record import replace
 from gateway.secrets.key import Secret
 from tests.support.provider_fixtures import Replay, replay, response
 
@@ -69,6 +70,29 @@ def test_streaming_request_to_openai_asks_for_usage() -> None:
     body = sent(transport)
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
+
+
+def test_a_retry_sends_the_first_attempts_bytes_and_another_request_its_own() -> None:
+    # The body is encoded once per request an adapter is given (a question's retries):
+    # what goes out must be what a fresh adapter would send, stream flag and all.
+    names = ("openai/chat_completion", "openai/stream", "openai/chat_completion")
+    transport = replay(*names, "openai/chat_completion")
+    kept = adapter(transport)
+    kept.complete(REQUEST, timeout=5)
+    kept.complete(REQUEST, timeout=5, on_text=lambda _: None)
+    kept.complete(REQUEST, timeout=5)
+    other = replace(REQUEST, question='Why "Security" \u2014 and not\nBilling?')
+    kept.complete(other, timeout=5)
+
+    for index, (request, stream) in enumerate(
+        ((REQUEST, False), (REQUEST, True), (REQUEST, False), (other, False))
+    ):
+        fresh = replay("openai/stream" if stream else "openai/chat_completion")
+        on_text = (lambda _: None) if stream else None
+        adapter(fresh).complete(request, timeout=5, on_text=on_text)
+        assert transport.requests[index].content == fresh.requests[0].content
+    assert sent(transport, 3)["messages"][1] == {"role": "user", "content": other.question}
+    assert [sent(transport, i)["stream"] for i in range(4)] == [False, True, False, False]
 
 
 def test_compatible_server_gets_max_tokens_no_stream_options_and_no_auth_without_key() -> None:
