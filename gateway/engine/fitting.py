@@ -26,7 +26,9 @@ class Fitting:
         compact: Compactor | None,
         count_tokens: Callable[[str], int],
         exact_tokens: bool,
+        smallest: int,
     ) -> None:
+        """`smallest`: the smallest context window of `config`'s deployments."""
         self.config = config
         self.request = request
         self.compact = compact
@@ -36,16 +38,15 @@ class Fitting:
         self.fitted: dict[int, tuple[Request, int] | None] = {}
         self.limits: dict[str, int] = {}  # deployment -> its limit after it overflowed
         self.shrunk: dict[str, int] = {}  # deployment -> overflows it answered with less
-        tokens, self.tokens_exact = self._input_tokens(exact_tokens)
+        tokens, self.tokens_exact = self._input_tokens(exact_tokens, smallest)
         self.plan = plan_route(config, tokens)
 
-    def _input_tokens(self, exact: bool) -> tuple[int, bool]:
+    def _input_tokens(self, exact: bool, smallest: int) -> tuple[int, bool]:
         text = self.request.text
         # Every cl100k token is at least one byte, so the UTF-8 length bounds the count from
         # above. When even that bound fits every window, the exact count cannot change a
         # routing decision and loading the tokenizer (the slowest part of start-up) is skipped.
         bound = len(text) if text.isascii() else len(text.encode("utf-8"))
-        smallest = min(d.context_window for d in self.config.all_deployments())
         if exact or bound + self.config.max_output_tokens > smallest:
             return self.count_tokens(text), True
         return bound, False
@@ -60,20 +61,20 @@ class Fitting:
 
     def request_for(self, d: Deployment) -> Request:
         """What deployment `d` is asked: the request, or one compacted to fit its window."""
-        fitted = self._fitted_for(d)
+        fitted = None if self.compact is None else self._fitted_for(d)
         return self.request if fitted is None else fitted[0]
 
     def sent(self, d: Deployment | None) -> tuple[Request, int, bool]:
         """The request `d` was sent, its input tokens, and whether they were counted exactly
         (a compacted request always is)."""
-        fitted = None if d is None else self._fitted_for(d)
+        fitted = None if d is None or self.compact is None else self._fitted_for(d)
         if fitted is None:
             return self.request, self.plan.input_tokens, self.tokens_exact
         return fitted[0], fitted[1], True
 
     def _fitted_for(self, d: Deployment) -> tuple[Request, int] | None:
         """The compacted request `d` is sent and its tokens; None: the request as it is."""
-        if d.provider.offline or self.compact is None:
+        if self.compact is None or d.provider.offline:
             return None  # the offline ranker needs no window: it gets everything
         limit = self.limits.get(d.name)
         if limit is None:

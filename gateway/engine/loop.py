@@ -36,7 +36,7 @@ from gateway.engine.policy import (
 from gateway.engine.record import Record
 from gateway.engine.results import Reason, Results, Verdict
 from gateway.engine.table import TABLE
-from gateway.engine.turns import DeploymentTurn, Turns
+from gateway.engine.turns import DeploymentTurn, Turns, TurnSeams
 from gateway.limits import rules
 from gateway.model import (
     Attempt,
@@ -69,17 +69,15 @@ class _Seams:
     """What every question is given by the engine that asks it (built once, with the
     engine: none of it changes between questions); a question reaches for nothing else."""
 
-    store: StateStore
     clock: Clock
     sleeper: Sleeper
     rng: RandomSource
     count_tokens: Callable[[str], int]
     on_attempt: Callable[[Attempt], None] | None
     keys: Callable[[], KeySet]  # every deployment's keys as the environment holds them now
-    provider_for: Callable[[Deployment, Secret | None], Provider]
-    held: HeldDeployments
     allowance: Allowance | None
-    rotating: tuple[str, ...]  # the deployments that keep a round-robin cursor
+    turns: TurnSeams
+    smallest: int  # the smallest context window of the config's deployments
 
 
 class Engine:
@@ -116,18 +114,18 @@ class Engine:
         self._adapters_lock = threading.Lock()
         self._held = HeldDeployments()
         self._keys = credentials.KeyRing(config, environ)
+        deployments = config.all_deployments()
+        rotating = tuple(d.name for d in deployments if credentials.rotates(d))
         self._seams = _Seams(
-            store=store,
             clock=clock,
             sleeper=sleeper,
             rng=rng,
             count_tokens=count_tokens,
             on_attempt=on_attempt,
             keys=self._keys.now,
-            provider_for=self.provider_for,
-            held=self._held,
             allowance=allowance,
-            rotating=tuple(d.name for d in config.all_deployments() if credentials.rotates(d)),
+            turns=TurnSeams(store, self._held, clock, self.provider_for, rotating),
+            smallest=min(d.context_window for d in deployments),
         )
 
     def provider_for(self, deployment: Deployment, key: Secret | None) -> Provider:
@@ -230,22 +228,16 @@ class _Question:
         self.on_text = on_text
         self.on_restart = on_restart
         self.on_send: Callable[[Request], None] | None = None
-        self.fitting = Fitting(config, request, compact, seams.count_tokens, exact_tokens)
+        fitting = Fitting(
+            config, request, compact, seams.count_tokens, exact_tokens, seams.smallest
+        )
+        self.fitting = fitting
         # The keys are read once per question: one rotated meanwhile is the next one's.
         self.keys = seams.keys()
-        self.turns = Turns(
-            config,
-            budget,
-            store=seams.store,
-            held=seams.held,
-            clock=seams.clock,
-            keys_for=self.keys.keys_for,
-            provider_for=seams.provider_for,
-            rotating=seams.rotating,
-        )
+        self.turns = Turns(config, budget, seams.turns, self.keys.keys_for)
         self.record = Record(seams.on_attempt)
-        self.results = Results(self.fitting, self.record.attempts, seams.clock, budget.start)
-        self.queue = list(self.fitting.plan.candidates)  # the deployments not taken up yet
+        self.results = Results(fitting, self.record.attempts, seams.clock, budget.start)
+        self.queue = list(fitting.plan.candidates)  # the deployments not taken up yet
         self.verdicts: dict[str, Verdict] = {}
         # The first cut-short reply: returned, marked incomplete, if nothing better comes.
         self.kept: tuple[Deployment, Reply, Failure] | None = None
@@ -274,8 +266,8 @@ class _Question:
 
     def _take(self, d: Deployment) -> DeploymentTurn | None:
         """`d`'s turn; None when it cannot be called now (its verdict given)."""
-        barrier = self._barrier(d)
-        begun = self.turns.start(d) if barrier is None else barrier
+        too_small = self.fitting.too_small(d)
+        begun = self.turns.begin(d) if too_small is None else Verdict(Reason.TOO_SMALL, too_small)
         if isinstance(begun, DeploymentTurn):
             return begun
         self._pass_over(d, begun)
@@ -292,7 +284,10 @@ class _Question:
         """Whether `turn` ends before its next call (its verdict given): the budget ran out,
         or another question of this engine cooled it (or its key) since this one looked."""
         d = turn.deployment
-        if self._left(turn, self.clock.monotonic()) <= 0 and not d.provider.offline:
+        # A turn's first call is checked as of when its turn began (its adapter ready):
+        # nothing comes between the two.
+        now = turn.began if turn.calls == 0 else self.clock.monotonic()
+        if self._left(turn, now) <= 0 and not d.provider.offline:
             verdict = Verdict(Reason.OUT_OF_TIME, "no time left in the budget")
             if turn.calls == 0:
                 # The budget ran out while its turn began: still a row, so every
@@ -389,7 +384,9 @@ class _Question:
         self.verdicts[d.name] = verdict
 
     def _left(self, turn: DeploymentTurn, now: float) -> float:
-        return min(self.budget.left(now), turn.budget.left(now))
+        """The time left for `turn` at `now`: its budget's, or the question's if less."""
+        left = turn.until - now
+        return left if left > 0.0 else 0.0
 
     def _attempt(self, turn: DeploymentTurn) -> tuple[Ending, float, bool]:
         """Call the deployment once: how the call ended, how long it took, whether it
@@ -397,17 +394,21 @@ class _Question:
         d = turn.deployment
         turn.calls += 1
         wrote = False
+        sink: TextSink | None = None
+        if self.on_text is not None:
+            on_text = self.on_text
 
-        def sink(text: str) -> None:
-            nonlocal wrote
-            assert self.on_text is not None
-            if self.shown is not None and self.on_restart is not None:
-                # This attempt's text replaces what a broken one left on the screen.
-                broken, _, failure = self.shown
-                self.shown = None
-                self.on_restart(broken.name, failure.detail)
-            wrote = True
-            self.on_text(text)
+            def write(text: str) -> None:
+                nonlocal wrote
+                if self.shown is not None and self.on_restart is not None:
+                    # This attempt's text replaces what a broken one left on the screen.
+                    broken, _, failure = self.shown
+                    self.shown = None
+                    self.on_restart(broken.name, failure.detail)
+                wrote = True
+                on_text(text)
+
+            sink = write
 
         # The last deployment that can still be tried is never cut off for a slow start:
         # there is nothing faster to move on to.
@@ -423,7 +424,7 @@ class _Question:
             result = turn.provider.complete(
                 sent,
                 timeout=min(d.policy.timeout, self._left(turn, started)),
-                on_text=sink if self.on_text is not None else None,
+                on_text=sink,
                 first_token=d.policy.first_token_timeout if alternatives else None,
                 stall=d.policy.stall_timeout,
             )
@@ -433,7 +434,8 @@ class _Question:
             # Stopped by the user while it waited: still a call the question made.
             self.record.interrupted(turn, self.clock.monotonic() - started)
             raise
-        self._settle(turn, result, started)
+        if turn.grant is not None:
+            self._settle(turn, result, started)
         now = self.clock.monotonic()
         ending = answered(result) or judge(
             result,
@@ -508,9 +510,9 @@ class _Question:
     def _finish(self, turn: DeploymentTurn, ending: Ending, elapsed: float) -> Result:
         """Record the attempt that ended the question, write back what it proved, and the
         question's result."""
-        self.record.ending(turn, ending, elapsed)
+        usage = self.record.ending(turn, ending, elapsed)
         if isinstance(ending, Answered) or (isinstance(ending, Refused) and ending.reply):
             self.turns.clear(turn)  # a reply, even a refusal: the deployment is healthy
         elif isinstance(ending, Stopped):
             self.turns.cool(turn, ending.failure, ending.cooldown)
-        return self.results.ended(turn.deployment, ending)
+        return self.results.ended(turn.deployment, ending, usage)

@@ -309,6 +309,8 @@ def not_an_answer(reply: Reply) -> Failure | None:
     one with no text (or only whitespace) says nothing. Both are failures, decided from
     the table like any other; the reply's text is kept by the caller.
     """
+    if reply.cut_short is None and reply.text.strip():
+        return None  # the common reply, told before its failure's wording is built
     why = f"finish_reason {reply.finish_reason}" if reply.finish_reason else "no finish reason"
     if reply.cut_short is ErrorKind.OUTPUT_LIMIT:
         detail = f"the answer was cut short by the output limit ({why})"

@@ -56,14 +56,16 @@ class Record:
         row = Attempt(turn.deployment.name, 0, None, None, Outcome.WAITED, wait, 0.0, why, key)
         self.add(row)
 
-    def ending(self, turn: DeploymentTurn, ending: Ending, elapsed: float) -> None:
-        """The attempt that ended the question."""
+    def ending(self, turn: DeploymentTurn, ending: Ending, elapsed: float) -> Usage | None:
+        """The attempt that ended the question; the usage its row holds (None: no reply
+        came), which is the result's too."""
+        usage = None
         match ending:
             case Answered(reply=reply):
-                self.reply(turn, reply, elapsed)
+                usage = self.reply(turn, reply, elapsed)
             case Refused(text=text, by=by, reply=reply, failure=failure):
                 if reply is not None:
-                    self.reply(turn, reply, elapsed)
+                    usage = self.reply(turn, reply, elapsed)
                 else:
                     assert failure is not None
                     self.failure(turn, failure, Outcome.FATAL, elapsed)
@@ -71,9 +73,12 @@ class Record:
                 log.warning("%s: the %s refused the question: %s", name, by, text[:200])
             case Stopped(failure=failure, reply=reply):
                 note = "after text was written: not retried"
-                self.failure(turn, failure, Outcome.STOPPED, elapsed, note=note, reply=reply)
+                usage = self.failure(
+                    turn, failure, Outcome.STOPPED, elapsed, note=note, reply=reply
+                )
             case Fatal(failure=failure):
                 self.failure(turn, failure, Outcome.FATAL, elapsed)
+        return usage
 
     def interrupted(self, turn: DeploymentTurn, elapsed: float) -> None:
         """The call in flight when the run was stopped (Ctrl-C, a signal): no reply came."""
@@ -92,9 +97,11 @@ class Record:
             )
         )
 
-    def reply(self, turn: DeploymentTurn, reply: Reply, elapsed: float) -> None:
+    def reply(self, turn: DeploymentTurn, reply: Reply, elapsed: float) -> Usage:
+        """The attempt that answered (or refused in a reply); its row's usage."""
         # A refusal delivered as a reply is an answer too: the deployment is healthy.
         d = turn.deployment
+        usage = Usage.of(reply)
         self.add(
             Attempt(
                 d.name,
@@ -106,10 +113,11 @@ class Record:
                 elapsed,
                 "the probe after its cooldown answered: cleared" if turn.probe else "",
                 None if turn.key is None else turn.key.variable,
-                Usage.of(reply),  # usage and cost by position: a record's keywords cost more
+                usage,  # usage and cost by position: a record's keywords cost more
                 _cost(d, reply),
             )
         )
+        return usage
 
     def failure(
         self,
@@ -120,10 +128,12 @@ class Record:
         wait: float = 0.0,
         note: str = "",
         reply: Reply | None = None,
-    ) -> None:
-        """`reply` is the reply that came but was no answer (cut short, empty)."""
+    ) -> Usage | None:
+        """`reply` is the reply that came but was no answer (cut short, empty); its usage
+        is returned as the row holds it."""
         detail = f"{failure.detail} ({note})" if note else failure.detail
         key = None if turn.key is None else turn.key.variable
+        usage = None if reply is None else Usage.of(reply)
         self.add(
             Attempt(
                 turn.deployment.name,
@@ -135,10 +145,11 @@ class Record:
                 elapsed,
                 detail,
                 key,
-                usage=None if reply is None else Usage.of(reply),
-                cost_usd=None if reply is None else _cost(turn.deployment, reply),
+                usage,
+                None if reply is None else _cost(turn.deployment, reply),
             )
         )
+        return usage
 
 
 def _cost(d: Deployment, reply: Reply) -> float | None:

@@ -76,11 +76,12 @@ class Results:
         self.clock = clock
         self.start = start
 
-    def ended(self, d: Deployment, ending: Ending) -> Result:
-        """The result of the attempt of `d` that ended the question."""
+    def ended(self, d: Deployment, ending: Ending, usage: Usage | None = None) -> Result:
+        """The result of the attempt of `d` that ended the question; `usage` is its reply's
+        as its row recorded it (None: worked out here)."""
         match ending:
             case Answered(reply=reply):
-                return self.result(Status.ANSWERED, d, answer=reply.text, reply=reply)
+                return self.result(Status.ANSWERED, d, reply.text, reply, usage=usage)
             case Refused(text=text, by=by, reply=reply):
                 # The model's refusal is its answer, as is; the provider's filter wrote
                 # none, and its explanation is no answer to show the customer.
@@ -90,6 +91,7 @@ class Results:
                     answer=text if by is RefusedBy.MODEL else None,
                     reply=reply,
                     refusal=Refusal(by, text),
+                    usage=usage,
                 )
             case Stopped(failure=failure, partial=partial, reply=reply):
                 verb = "was cut short" if reply is not None else "broke off"
@@ -99,7 +101,13 @@ class Results:
                     (DeploymentError(d.name, failure.detail),),
                 )
                 return self.result(
-                    Status.FAILED, d, answer=partial, reply=reply, error=error, incomplete=True
+                    Status.FAILED,
+                    d,
+                    partial,
+                    reply,
+                    error=error,
+                    incomplete=True,
+                    usage=usage,
                 )
             case Fatal(failure=failure):
                 error = QuestionError(
@@ -172,37 +180,51 @@ class Results:
         self,
         status: Status,
         d: Deployment | None,
-        *,
         answer: str | None = None,
         reply: Reply | None = None,
+        *,
         error: QuestionError | None = None,
         incomplete: bool = False,
         refusal: Refusal | None = None,
+        usage: Usage | None = None,
     ) -> Result:
-        """The question's result; `reply` is the one whose text is `answer`, if any."""
-        model = None if reply is None else reply.model
+        """The question's result; `reply` is the one whose text is `answer`, if any, and
+        `usage` its usage when already worked out."""
+        if usage is None:
+            usage = Usage() if reply is None else Usage.of(reply)
         sent, input_tokens, exact = self.fitting.sent(d)
+        # Every field by position, in the record's order (keywords, or fields left to their
+        # defaults, cost the record's constructor more): status, answer, deployment,
+        # provider, model, routed, input_tokens, elapsed_s, attempts, error, incomplete,
+        # finish_reason, refusal, usage, input_tokens_exact, articles, masked, turns,
+        # turns_left_out, turn_tokens, language, and what `gateway.answers` settles later
+        # (action, handoff, citations, citations_dropped: nothing yet).
         return Result(
-            status=status,
-            answer=answer,
-            deployment=None if d is None else d.name,
-            provider=None if d is None else str(d.provider),
-            model=model or (None if d is None else d.model),
-            routed=self.fitting.plan.route,
-            input_tokens=input_tokens,
-            input_tokens_exact=exact,
-            elapsed_s=self.clock.monotonic() - self.start,
-            attempts=tuple(self.attempts),
-            error=error,
-            incomplete=incomplete,
-            finish_reason=None if reply is None else reply.finish_reason,
-            refusal=refusal,
-            usage=Usage() if reply is None else Usage.of(reply),
-            articles=sent.sources,
-            turns=len(sent.turns),
-            turns_left_out=sent.turns_left_out,
-            turn_tokens=sent.turn_tokens,
-            language=sent.language,
+            status,
+            answer,
+            None if d is None else d.name,
+            None if d is None else str(d.provider),
+            (None if reply is None else reply.model) or (None if d is None else d.model),
+            self.fitting.plan.route,
+            input_tokens,
+            self.clock.monotonic() - self.start,
+            tuple(self.attempts),
+            error,
+            incomplete,
+            None if reply is None else reply.finish_reason,
+            refusal,
+            usage,
+            exact,
+            sent.sources,
+            (),
+            len(sent.turns),
+            sent.turns_left_out,
+            sent.turn_tokens,
+            sent.language,
+            None,
+            None,
+            (),
+            0,
         )
 
 

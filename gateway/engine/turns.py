@@ -23,6 +23,7 @@ from gateway.engine.policy import cooldown_basis
 from gateway.engine.results import Reason, Verdict
 from gateway.limits.records import Grant
 from gateway.model import Cooldown, Failure
+from gateway.record import record
 from gateway.seams import Clock, Provider, StateStore
 from gateway.secrets.key import Secret
 from gateway.state.records import Snapshot
@@ -33,10 +34,10 @@ _PROBED_ELSEWHERE = "its cooldown ended; another invocation is sending the one p
 
 
 class DeploymentTurn:
-    """One deployment being called: its adapter, its own budget, its calls so far."""
+    """One deployment being called: its adapter, when its time ends, its calls so far."""
 
     __slots__ = (
-        "budget",
+        "began",
         "calls",
         "deployment",
         "grant",
@@ -45,6 +46,7 @@ class DeploymentTurn:
         "provider",
         "retries",
         "spare",
+        "until",
     )
 
     def __init__(
@@ -53,45 +55,55 @@ class DeploymentTurn:
         key: Key | None,  # None: a deployment that takes no key
         spare: list[Key],  # its other keys, tried at once when this one fails for its own sake
         provider: Provider,
-        budget: Budget,
+        began: float,  # on the monotonic clock
+        until: float,  # the earlier of its own budget's deadline and the question's
         probe: bool = False,  # the one call after its cooldown ended, under the fleet's lease
     ) -> None:
         self.deployment = deployment
         self.key = key
         self.spare = spare
         self.provider = provider
-        self.budget = budget
+        self.began = began
+        self.until = until
         self.probe = probe
         self.calls = 0
         self.retries = 0
         self.grant: Grant | None = None  # its place in the fleet's shared limits, until settled
 
 
+@record
+class TurnSeams:
+    """What every question's turns are given by the engine (the same for each of its
+    questions, so built once with it)."""
+
+    store: StateStore
+    held: HeldDeployments
+    clock: Clock
+    provider_for: Callable[[Deployment, Secret | None], Provider]
+    rotating: tuple[str, ...] = ()  # the deployments that keep a round-robin cursor
+
+
 class Turns:
     """One question's view of the shared state, and what it writes back."""
+
+    seen: Snapshot  # the shared state, read once when the question starts (`read`)
 
     def __init__(
         self,
         config: Config,
         budget: Budget,
-        *,
-        store: StateStore,
-        held: HeldDeployments,
-        clock: Clock,
+        seams: TurnSeams,
         keys_for: Callable[[Deployment], Keys],
-        provider_for: Callable[[Deployment, Secret | None], Provider],
-        rotating: tuple[str, ...] = (),
     ) -> None:
-        """`rotating`: the deployments that keep a round-robin cursor in the state."""
+        """`keys_for`: each deployment's keys as this question read them."""
         self.config = config
         self.budget = budget
-        self.store = store
-        self.held = held
-        self.clock = clock
+        self.store = seams.store
+        self.held = seams.held
+        self.clock = seams.clock
+        self.provider_for = seams.provider_for
+        self.rotating = seams.rotating
         self.keys_for = keys_for
-        self.provider_for = provider_for
-        self.rotating = rotating
-        self.seen = Snapshot({})  # the shared state, read once when the question starts
         self.probes: set[str] = set()  # records this question holds the probe lease of
 
     def read(self, current_keys: Mapping[str, Secret | None]) -> None:
@@ -103,42 +115,54 @@ class Turns:
     def barrier(self, d: Deployment) -> Verdict | None:
         """Why `d` cannot be called now, going by its keys, the state and the budget (None:
         it can). Records nothing and takes no lease."""
-        keys = self.keys_for(d)
-        if keys.problem is not None:
-            return Verdict(Reason.NO_KEY, keys.problem)
-        cooldown = self.seen.cooling.get(d.name)
-        if cooldown is not None:
-            left = cooldown.until - self.clock.wall()
-            return Verdict(Reason.COOLING, f"cooling down for {left:.0f} s after {cooldown.kind}")
-        if keys.usable and not self._keys(d):
-            each = [why for k in keys.usable if (why := self._key_held(k)) is not None]
-            why = "every key is cooling down: " + (", ".join(each) or "held back")
-            return Verdict(Reason.COOLING, why)
-        if d.name in self.seen.due and d.name in self.seen.probing:
-            # Its cooldown is over and another invocation is probing it: still held back.
-            return Verdict(Reason.COOLING, _PROBED_ELSEWHERE)
-        # An offline deployment answers in milliseconds, inside the budget's margin: with
-        # the budget spent it is still the customer's best chance of an answer.
-        if self.budget.left(self.clock.monotonic()) <= 0 and not d.provider.offline:
-            return Verdict(Reason.OUT_OF_TIME, "no time left in the budget")
-        return None
+        return self._barrier(d, self.keys_for(d), self.clock.monotonic())[0]
 
-    def start(self, d: Deployment) -> DeploymentTurn | Verdict:
-        """Start calling `d`, past its barrier: its probe lease when its cooldown ended, and
-        its keys in the order this question tries them (the first is used; the others wait
-        for a failure that is the key's). A verdict instead when the deployment's probe, or
-        every key's, went to another invocation."""
+    def begin(self, d: Deployment) -> DeploymentTurn | Verdict:
+        """`d`'s turn when nothing bars it (`barrier`), else why not: its probe lease when
+        its cooldown ended, and its keys in the order this question tries them (the first
+        is used; the others wait for a failure that is the key's). A verdict also when the
+        deployment's probe, or every key's, went to another invocation."""
+        keys = self.keys_for(d)
+        verdict, spare = self._barrier(d, keys, self.clock.monotonic())
+        if verdict is not None:
+            return verdict
         if d.name in self.seen.due and not d.provider.offline:
             if not self._lease(d.name, d):
                 return Verdict(Reason.COOLING, _PROBED_ELSEWHERE)
             log.info("%s: its cooldown ended; this invocation sends the one probe", d.name)
-        spare = self._keys(d)
         key = self._take_key(d, spare)
-        if spare == [] and key is None and self.keys_for(d).usable:
+        if spare == [] and key is None and keys.usable:
             return Verdict(Reason.COOLING, _PROBED_ELSEWHERE)
         provider = self.provider_for(d, None if key is None else key.secret)
-        budget = Budget(self.clock.monotonic(), d.policy.budget)
-        return DeploymentTurn(d, key, spare, provider, budget, probe=self._probing(d, key))
+        # From when its adapter is ready: building one (a first connection's set-up) is
+        # the deployment's time, which its first call is checked against.
+        began = self.clock.monotonic()
+        until = min(self.budget.deadline, began + d.policy.budget)  # the earlier deadline
+        return DeploymentTurn(d, key, spare, provider, began, until, self._probing(d, key))
+
+    def _barrier(self, d: Deployment, keys: Keys, now: float) -> tuple[Verdict | None, list[Key]]:
+        """`barrier` at monotonic time `now`, and `d`'s usable keys that nothing holds back,
+        in this question's order (what its turn would take them in)."""
+        if keys.problem is not None:
+            return Verdict(Reason.NO_KEY, keys.problem), []
+        cooldown = self.seen.cooling.get(d.name)
+        if cooldown is not None:
+            left = cooldown.until - self.clock.wall()
+            detail = f"cooling down for {left:.0f} s after {cooldown.kind}"
+            return Verdict(Reason.COOLING, detail), []
+        ordered = self._keys(d, keys) if keys.usable else []
+        if keys.usable and not ordered:
+            each = [why for k in keys.usable if (why := self._key_held(k)) is not None]
+            detail = "every key is cooling down: " + (", ".join(each) or "held back")
+            return Verdict(Reason.COOLING, detail), ordered
+        if d.name in self.seen.due and d.name in self.seen.probing:
+            # Its cooldown is over and another invocation is probing it: still held back.
+            return Verdict(Reason.COOLING, _PROBED_ELSEWHERE), ordered
+        # An offline deployment answers in milliseconds, inside the budget's margin: with
+        # the budget spent it is still the customer's best chance of an answer.
+        if self.budget.left(now) <= 0 and not d.provider.offline:
+            return Verdict(Reason.OUT_OF_TIME, "no time left in the budget"), ordered
+        return None, ordered
 
     # -- during a turn --------------------------------------------------------------------
 
@@ -211,6 +235,8 @@ class Turns:
         """A reply clears what it proves wrong: the deployment's record and its key's; with
         nothing recorded, nothing is written. One another question of this engine took
         since this one read the store is cleared too: this process knows it is there."""
+        if not self.seen.present and self.held.empty():
+            return  # the common case: nothing recorded, nothing held, nothing to clear
         for name in (turn.deployment.name, None if turn.key is None else turn.key.record):
             if name is not None:
                 held = self.held.release(name)
@@ -219,9 +245,9 @@ class Turns:
 
     # -- keys and leases ------------------------------------------------------------------
 
-    def _keys(self, d: Deployment) -> list[Key]:
-        """`d`'s usable keys that nothing holds back, in this question's order."""
-        usable = self.keys_for(d).usable
+    def _keys(self, d: Deployment, keys: Keys) -> list[Key]:
+        """`d`'s usable `keys` that nothing holds back, in this question's order."""
+        usable = keys.usable
         if d.name in self.rotating:
             ordered = credentials.in_turn(usable, d, self.seen.cursors.get(d.name, 0))
         else:
