@@ -165,6 +165,11 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     # straight into the new record's own dict (no dict built and copied per record).
     cls = type(self)
     values = self.__dict__
+    if not kwargs and len(args) == cls.__record_size__:
+        # Every field by position: no default to lay first, no factory, nothing to check
+        # (a zip of two tuples of one length pairs each name with its value).
+        values.update(zip(cls.__record_names__, args))  # noqa: B905
+        return
     values.update(cls.__record_template__)
     if args:
         names = cls.__record_names__

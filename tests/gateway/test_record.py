@@ -43,6 +43,24 @@ def test_a_factory_makes_a_default_for_each_record() -> None:
     assert Bag([1]).items == [1]
 
 
+def test_every_field_by_position_is_the_record_given() -> None:
+    made: list[int] = []
+
+    @record
+    class Counted:
+        n: int
+        items: tuple[int, ...] = field(default_factory=lambda: made.append(1) or ())
+
+    given = (7,)
+    whole = Counted(3, given)
+    assert (whole.n, whole.items) == (3, given) and whole.items is given
+    assert made == [], "no default is made for a field that was given"
+    assert whole == Counted(n=3, items=(7,)) and hash(whole) == hash(Counted(3, (7,)))
+    assert replace(whole, n=4) == Counted(4, (7,))
+    with pytest.raises(FrozenError):
+        whole.n = 5  # type: ignore[misc]
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs", "message"),
     [
