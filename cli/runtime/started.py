@@ -14,8 +14,10 @@ import time
 
 _MARKED: float | None = None
 # A process older than this at `main` is not believable (a kernel counting start times on
-# another clock, a suspended laptop): use main's own instant instead.
-_PLAUSIBLE_AGE_S = 2.0
+# another clock, off by the hours a machine slept): use main's own instant instead. Not a
+# second or two: a start-up starved on a loaded machine, or stopped (Ctrl-Z, SIGSTOP) and
+# continued before `main`, is that old for real, and its caller's timeout counted the wait.
+_PLAUSIBLE_AGE_S = 60.0
 
 
 def _age_from_proc() -> float | None:

@@ -28,6 +28,7 @@ from gateway.batch.progress import Progress, Tally
 from gateway.batch.source import BadLine, Item, ItemId, Question
 from gateway.batch.writer import RecordWriter
 from gateway.model import Result
+from gateway.providers.deadline import start_daemon
 from gateway.seams import Clock
 
 TICK_S = 0.1  # how often the dispatcher looks at a stop request and reports progress
@@ -60,8 +61,7 @@ class _Reader:
     def __init__(self, items: Iterable[Item], size: int) -> None:
         self._items = items
         self._queue: queue.Queue[object] = queue.Queue(maxsize=size)
-        self._thread = threading.Thread(target=self._run, name="batch-reader", daemon=True)
-        self._thread.start()
+        self._thread = start_daemon(self._run, "batch-reader")
 
     def _run(self) -> None:
         try:
@@ -145,11 +145,8 @@ class BatchRunner:
         after the questions in flight were dealt with."""
         self._started = self._clock.monotonic()
         workers = [
-            threading.Thread(target=self._worker, name=f"batch-worker-{n}", daemon=True)
-            for n in range(self._limiter.ceiling)
+            start_daemon(self._worker, f"batch-worker-{n}") for n in range(self._limiter.ceiling)
         ]
-        for worker in workers:
-            worker.start()
         failure: InputError | None = None
         try:
             failure = self._dispatch(_Reader(self._items, 2 * self._limiter.ceiling))

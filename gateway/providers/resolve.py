@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 import httpcore
 import httpx
 
+from gateway.providers.deadline import start_daemon
+
 if TYPE_CHECKING:
     import ssl
 
@@ -81,7 +83,7 @@ def lookup(resolve: Resolver, host: str, port: int, timeout: float | None) -> Se
         finally:
             done.set()
 
-    threading.Thread(target=ask, name="support-ask-dns", daemon=True).start()
+    start_daemon(ask, "support-ask-dns")
     if not done.wait(timeout) and timeout is not None:  # the thread is left to finish alone
         from gateway.units import seconds
 

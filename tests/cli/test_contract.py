@@ -127,6 +127,51 @@ def test_a_signal_stops_the_run_at_once_with_a_result_and_the_question_logged(
     ]
 
 
+def blocked_by_thread(pid: int) -> dict[str, set[int]]:
+    """Each thread of process `pid` (by name) and the signals it blocks, as the kernel says."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines())
+        mask = int(fields["SigBlk"], 16)
+        threads[f"{fields['Name']}/{task.name}"] = {n for n in range(1, 65) if mask >> (n - 1) & 1}
+    return threads
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize(
+    ("signum", "code"),
+    [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)],
+    ids=["SIGTERM", "SIGHUP", "SIGINT"],
+)
+def test_a_signal_sent_while_the_run_was_stopped_stops_it_once_continued(
+    tmp_path: Path, providers: Providers, signum: int, code: int
+) -> None:
+    """Sent while the process is stopped, the signal goes to whichever thread wakes first
+    on SIGCONT; a helper thread's (the deadline watchdog's) would leave the main thread in
+    its read until the 60 s timeout. Every thread but the main one blocks it."""
+    home = workdir(tmp_path, providers, budget=60)
+    proc = start(home, "How do I reset my password?", "-a", "kb", "--json")
+    assert providers.fallback_waits.wait(END), "the fallback was never called"
+    threads = blocked_by_thread(proc.pid)
+    main = f"{Path(f'/proc/{proc.pid}/comm').read_text().strip()}/{proc.pid}"
+    helpers = {name: mask for name, mask in threads.items() if name != main}
+    assert helpers, threads  # the watchdog, at least, is running
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    assert all(stops <= mask for mask in helpers.values()), helpers
+    assert not stops & threads[main]
+
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGSTOP)
+    proc.send_signal(signum)
+    proc.send_signal(signal.SIGCONT)
+    out, err = finish(proc)
+
+    assert proc.returncode == code, err
+    assert time.monotonic() - asked < 15  # the slack a loaded machine needs, against 60 s
+    assert json.loads(out)["error"]["kind"] == "interrupted"
+
+
 @pytest.mark.slow
 def test_the_budget_holds_on_the_wall_clock_from_the_process_start(
     tmp_path: Path, providers: Providers

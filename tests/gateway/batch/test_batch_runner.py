@@ -326,3 +326,30 @@ def test_an_output_that_cannot_be_written_stops_the_batch_and_says_why():
     with pytest.raises(OSError, match="No space"):
         batch.run()
     assert len(gauge.asked) < 50  # it stopped, rather than ask 1,000 questions into the void
+
+
+def test_the_reader_and_the_workers_never_take_a_stop_signal() -> None:
+    """A Ctrl-C the kernel gave a worker would wait for its provider call (start_daemon);
+    the dispatcher's thread (here the test's) keeps them."""
+    import signal as signals
+
+    from gateway.providers.deadline import STOPS
+
+    def mask() -> set[int]:
+        return set(signals.pthread_sigmask(signals.SIG_BLOCK, []))
+
+    read: list[set[int]] = []
+    asked: list[set[int]] = []
+
+    def source() -> Iterator[bytes]:
+        read.append(mask())
+        yield from lines(6)
+
+    def ask(question: Question) -> Result:
+        asked.append(mask())
+        return result()
+
+    runner(source(), ask, out=Out(), concurrency=3).run()
+    assert read and read[0] >= STOPS
+    assert len(asked) == 6 and all(each >= STOPS for each in asked)
+    assert not STOPS & mask()

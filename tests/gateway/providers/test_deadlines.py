@@ -345,3 +345,17 @@ def test_a_process_that_cancels_every_alarm_keeps_the_watchdog_heap_small() -> N
     watchdog.arm(0.01, fired.set)
     assert fired.wait(5), "a live alarm armed after the sweeps still fires"
     assert all(not alarm.cancelled for alarm in live), "a sweep never drops a live alarm"
+
+
+def test_the_watchdog_thread_never_takes_a_stop_signal() -> None:
+    """A Ctrl-C or TERM the kernel gave the watchdog would wait for the read's timeout
+    (deadline.start_daemon): its actions run with the stop signals blocked."""
+    import signal
+
+    from gateway.providers.deadline import STOPS, arm
+
+    seen: list[set[int]] = []
+    ran = threading.Event()
+    arm(0.0, lambda: (seen.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, []))), ran.set()))
+    assert ran.wait(10)
+    assert seen[0] >= STOPS

@@ -319,3 +319,20 @@ def test_which_environments_leave_the_connection_to_httpx(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert proxied_by_environment() is proxied
+
+
+def test_the_lookup_thread_never_takes_a_stop_signal() -> None:
+    """A Ctrl-C the kernel gave the lookup's thread would wait for its timeout."""
+    import signal
+
+    from gateway.providers.deadline import STOPS
+    from gateway.providers.resolve import lookup
+
+    seen: list[set[int]] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        seen.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+        return ["127.0.0.1"]
+
+    assert lookup(resolver, "api.example.test", 443, 10) == ["127.0.0.1"]
+    assert seen[0] >= STOPS
