@@ -243,8 +243,11 @@ def test_a_stream_kept_open_after_its_finish_reason_is_a_complete_answer() -> No
 
     def handler(ex: Exchange) -> None:
         start(ex, ProviderKind.OPENAI)
-        for frame in sent:
-            ex.send(frame)
+        # One chunk: the client reads the finish reason and the usage in the read that shows
+        # the text, so the clock moves only once they are in, and the stall falls on the
+        # keep-alive's read. Sent apart, a read after the clock moved saw a stall before the
+        # usage chunk, and the answer stood without it (a race a loaded CI lost).
+        ex.send(b"".join(sent))
         done.wait(30)  # generous: a loaded machine may be slow to read
         clock.advance(6)
         ex.send(": keep-alive\n\n")
