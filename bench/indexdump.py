@@ -5,12 +5,13 @@ compared. Run: python -m bench.indexdump TREE_A TREE_B SET... (a private cache p
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench.procs import child_env
 
 TABLES = ("meta", "files", "passages", "terms", "titles", "terms_vocab", "terms_rows",
           "titles_vocab", "titles_rows")  # fmt: skip
@@ -18,15 +19,8 @@ _VARIES = {"refreshed", "refreshed_at", "refresh"}  # meta keys that say when, n
 
 
 def build(tree: Path, folder: Path, home: Path) -> Path:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SUPPORT_ASK_")}
-    env.update(
-        HOME=str(home),
-        XDG_CACHE_HOME=str(home / "cache"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_STATE_HOME=str(home / "state"),
-        PYTHONPATH=str(tree),
-    )
-    argv = [sys.executable, "-m", "cli", "index", str(folder), "-q"]
+    env = child_env(home, {"PYTHONPATH": str(tree)})
+    argv = [sys.executable, "-m", "cli", "index", str(folder.resolve()), "-q"]
     subprocess.run(argv, env=env, check=True, cwd=home)
     (found,) = [p for p in (home / "cache").rglob("*") if p.is_file() and _is_db(p)]
     return found
