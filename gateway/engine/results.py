@@ -65,6 +65,18 @@ class Verdict(NamedTuple):
         return self.reason in _TRANSIENT
 
 
+# The order `Results.result` gives a `Result` its fields in, by position. Several
+# neighbours share a type (three names, three token counts), so a field added to or moved
+# in `Result` would type-check and still land in the wrong place: a test holds this to the
+# record's own order, so such a change fails there rather than in a script's JSON.
+RESULT_ORDER = (
+    "status", "answer", "deployment", "provider", "model", "routed", "input_tokens",
+    "elapsed_s", "attempts", "error", "incomplete", "finish_reason", "refusal", "usage",
+    "input_tokens_exact", "articles", "masked", "turns", "turns_left_out", "turn_tokens",
+    "language", "action", "handoff", "citations", "citations_dropped",
+)  # fmt: skip
+
+
 class Results:
     """Builds one question's result from what it sent and what it recorded."""
 
@@ -193,12 +205,9 @@ class Results:
         if usage is None:
             usage = Usage() if reply is None else Usage.of(reply)
         sent, input_tokens, exact = self.fitting.sent(d)
-        # Every field by position, in the record's order (keywords, or fields left to their
-        # defaults, cost the record's constructor more): status, answer, deployment,
-        # provider, model, routed, input_tokens, elapsed_s, attempts, error, incomplete,
-        # finish_reason, refusal, usage, input_tokens_exact, articles, masked, turns,
-        # turns_left_out, turn_tokens, language, and what `gateway.answers` settles later
-        # (action, handoff, citations, citations_dropped: nothing yet).
+        # Every field by position, in RESULT_ORDER (keywords, or fields left to their
+        # defaults, cost the record's constructor more); what `gateway.answers` settles
+        # later (action, handoff, citations, citations_dropped) is nothing yet.
         return Result(
             status,
             answer,

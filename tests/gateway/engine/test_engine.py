@@ -923,3 +923,12 @@ def test_a_deployment_whose_turn_begins_with_the_budget_spent_still_has_its_row(
         ("primary", "skipped", "no time left in the budget")
     ]
     assert h.calls("primary") == 0
+
+
+def test_a_result_is_built_in_its_records_own_field_order() -> None:
+    # The engine builds a Result by position (gateway.engine.results): a field added to or
+    # moved in the record must be added or moved there too, or the JSON names it wrongly.
+    from gateway.engine.results import RESULT_ORDER
+    from gateway.model import Result
+
+    assert Result.__record_names__ == RESULT_ORDER
