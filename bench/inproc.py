@@ -31,7 +31,7 @@ from typing import Any
 from bench.context import Context
 from bench.loopback import ANSWER, COMPLETION, STREAM_GAP, Loopback
 from bench.question import ARTICLES
-from bench.stats import Measure, Row, Target, Unit, interleaved, paired
+from bench.stats import Measure, Row, Target, Unit, interleaved, paired, paired_calls
 
 GROUP = "3 in-process"
 KEY_ENV = "BENCH_OPENAI_API_KEY"
@@ -155,11 +155,6 @@ def _new_questions(engine: Any, request: Any, calls: int) -> Call:
     return ask
 
 
-def _calls(iterations: int) -> int:
-    """How many calls `paired` makes of each side: its warm-up and its rounds."""
-    return max(10, iterations // 20) + iterations
-
-
 def _captured_body(request: Any) -> bytes:
     """The exact bytes the adapter POSTs, so the raw baseline sends the same."""
     from gateway.providers import build_provider
@@ -228,7 +223,7 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
         for name, engine, target in (
             (
                 f"{wired}, a new question each call",
-                _new_questions(cli_engine, request, _calls(n)),
+                _new_questions(cli_engine, request, paired_calls(n)),
                 ADDED,
             ),
             (
@@ -238,13 +233,13 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
             ),
             (
                 f"{bare}, a new question each call",
-                _new_questions(bare_engine, request, _calls(n)),
+                _new_questions(bare_engine, request, paired_calls(n)),
                 None,
             ),
         ):
             cand, base = paired(engine, post, n)
             rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_name, target))
-        cand, base = paired(_new_questions(cli_engine, request, _calls(n)), post_json, n)
+        cand, base = paired(_new_questions(cli_engine, request, paired_calls(n)), post_json, n)
         name = f"{wired}, a new question each call, vs a raw post with its JSON"
         base_json = "raw kept-alive post(json=) + .json()"
         rows.append(Row(GROUP, name, Unit.MICROS, cand, base, base_json))
@@ -252,7 +247,7 @@ def _over_loopback(ctx: Context, request: Any) -> list[Row]:
         # The adapter alone on real sockets: what the engine's rows owe to the HTTP layer
         # (deadline watchdog, streamed read) rather than to the engine.
         adapter = keep(config.deployments[0], None)
-        new = fresh(request, _calls(n))
+        new = fresh(request, paired_calls(n))
 
         def call() -> object:
             return adapter.complete(new(), timeout=20.0)
@@ -371,7 +366,7 @@ def _adapter_alone(ctx: Context, request: Any) -> list[Row]:
     url = "http://127.0.0.1:9/v1/chat/completions"
     headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
 
-    new = fresh(request, _calls(ctx.sizes.inproc_iterations))
+    new = fresh(request, paired_calls(ctx.sizes.inproc_iterations))
 
     def adapter() -> object:
         reply = provider.complete(new(), timeout=20.0)

@@ -170,12 +170,21 @@ class Row:
         return Verdict.PASS
 
 
+def paired_calls(iterations: int) -> int:
+    """How many times `paired` calls each side: its warm-up and its `iterations` rounds."""
+    return _warmup(iterations) + iterations
+
+
+def _warmup(iterations: int) -> int:
+    return max(10, iterations // 20)
+
+
 def paired(
     cand: Callable[[], object], base: Callable[[], object], iterations: int
 ) -> tuple[Summary, Summary]:
     """Time `cand` and `base` alternately (who goes first flips each round), after a
     warm-up; returns their summaries in seconds."""
-    for _ in range(max(10, iterations // 20)):
+    for _ in range(_warmup(iterations)):
         cand()
         base()
     c: list[float] = []
