@@ -77,9 +77,17 @@ def count_tokens(text: str) -> int:
     encoding = _get_encoding()
     if len(text) < _PARALLEL_FROM:
         return len(encoding.encode_ordinary(text))
-    pieces = _split(text)
-    threads = min(4, os.cpu_count() or 1)
-    return sum(len(t) for t in encoding.encode_ordinary_batch(pieces, num_threads=threads))
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gateway.clock import stops_blocked
+
+    # tiktoken's `encode_ordinary_batch`, but for the threads' mask: the pool starts its
+    # threads as pieces are submitted, so they start with the stop signals blocked
+    # (gateway.clock), while this thread waits for the counts with them open.
+    with ThreadPoolExecutor(min(4, os.cpu_count() or 1)) as pool:
+        with stops_blocked():
+            counted = [pool.submit(encoding.encode_ordinary, piece) for piece in _split(text)]
+        return sum(len(tokens.result()) for tokens in counted)
 
 
 def _split(text: str) -> list[str]:

@@ -27,8 +27,8 @@ from gateway.batch.limiter import Limiter, Ticket
 from gateway.batch.progress import Progress, Tally
 from gateway.batch.source import BadLine, Item, ItemId, Question
 from gateway.batch.writer import RecordWriter
+from gateway.clock import start_daemon
 from gateway.model import Result
-from gateway.providers.deadline import start_daemon
 from gateway.seams import Clock
 
 TICK_S = 0.1  # how often the dispatcher looks at a stop request and reports progress

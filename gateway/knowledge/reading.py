@@ -204,14 +204,27 @@ def _read_batch(paths: Sequence[str], html: Reader) -> list[Prepared]:
 
 def _pooled(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepared]:
     from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing import forkserver
+
+    from gateway.clock import stops_blocked
 
     batches = [paths[i : i + BATCH] for i in range(0, len(paths), BATCH)]
     context = _context()
+    # Started before any submit: the server would inherit the mask `stops_blocked` sets
+    # there, and its workers with it (they are forked from it, not from this process).
+    forkserver.ensure_running()
     pending: deque[Future[list[Prepared]]] = deque()
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         try:
             for batch in batches:
-                pending.append(pool.submit(_read_batch, batch, html))
+                # The first submit starts the pool's manager thread (and it the queue's
+                # feeder): they must not take a stop signal (gateway.clock).
+                # The first `workers` start a process through the fork server: a stop
+                # taken between its connect and its message, which the server reads as
+                # an EOF, would end the server with a traceback on stderr. A stop that
+                # comes in a submit waits for its end.
+                with stops_blocked():
+                    pending.append(pool.submit(_read_batch, batch, html))
                 if len(pending) >= workers * WINDOW:
                     yield from pending.popleft().result()
             while pending:

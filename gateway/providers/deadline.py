@@ -4,8 +4,8 @@ httpx's timeouts bound each socket operation, not the call, so a server tricklin
 byte a second would never trip them. The client checks the deadlines between chunks on
 the injected `Clock`; the watchdog here shuts the socket down when a read is still
 blocked in the kernel at a deadline (closing a socket from another thread does not
-wake a blocked read; shutting it down does). `start_daemon` starts it, and every other
-thread the tool starts, with the stop signals blocked.
+wake a blocked read; shutting it down does). It starts with the stop signals blocked
+(gateway.clock.start_daemon).
 """
 
 from __future__ import annotations
@@ -13,42 +13,13 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
-import signal
 import socket
 import threading
 import time
 from collections.abc import Callable
 
+from gateway.clock import start_daemon
 from gateway.model import Timer
-
-# The threads the tool starts for its own work (this watchdog, a DNS lookup in
-# gateway.providers.resolve, `batch`'s reader and workers) start through `start_daemon`,
-# here because the watchdog is the one every call with a provider starts (a module of its
-# own would be one more import on that path). Why they block the stop signals: the kernel
-# hands a process-directed signal (a terminal's Ctrl-C, a supervisor's SIGTERM, a closed
-# terminal's SIGHUP) to any one thread that does not block it, and when the process was
-# stopped and continued that may be a helper thread. Python runs the handler on the main
-# thread only once that thread runs bytecode again, and a main thread blocked in a
-# provider's `recv` does so when the read times out: the stop waited for the provider's
-# timeout. Blocked in every other thread, the signal can only interrupt the main thread.
-STOPS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
-
-
-def start_daemon(target: Callable[[], object], name: str) -> threading.Thread:
-    """Start a daemon thread running `target` that never takes a stop signal.
-
-    The mask is set in the starting thread around the start, so the new thread inherits
-    it from its first instruction (set in the thread itself, a signal could reach it
-    before that line ran); a signal that comes meanwhile waits, and is the caller's once
-    its mask is restored.
-    """
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-    try:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    return thread
 
 
 class Alarm:

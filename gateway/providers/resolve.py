@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import httpcore
 import httpx
 
-from gateway.providers.deadline import start_daemon
+from gateway.clock import start_daemon
 
 if TYPE_CHECKING:
     import ssl

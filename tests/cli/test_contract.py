@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 
 from tests.cli.test_process import support_ask_env
 from tests.support.cli_runner import write_loopback_workdir
+from tests.support.helpcentre import write_centre
 from tests.support.loopback import Exchange, LoopbackServer
 
 END = 30  # no run here should come near this: a hang fails the test instead of the suite
@@ -170,6 +172,47 @@ def test_a_signal_sent_while_the_run_was_stopped_stops_it_once_continued(
     assert proc.returncode == code, err
     assert time.monotonic() - asked < 15  # the slack a loaded machine needs, against 60 s
     assert json.loads(out)["error"]["kind"] == "interrupted"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_ctrl_c_during_a_first_index_read_in_a_pool_stops_it_at_once(tmp_path: Path) -> None:
+    """The reading pool's own threads (gateway.knowledge.reading) block the stop signals
+    as the tool's do: sent while the process was stopped, the Ctrl-C is the main thread's,
+    which stops the index with the README's code."""
+    pages = write_centre(tmp_path / "kb" / "part0", 40, sections=12)
+    for copy in range(1, 6):  # five times as many files at little cost: the pool's size
+        for page in pages:
+            folder = tmp_path / "kb" / f"copy{copy}" / page.parent.name
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copy(page, folder)
+    proc = start(tmp_path, "index", "kb")
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+    def reading(threads: dict[str, set[int]]) -> bool:
+        """The pool's manager and feeder have started, and the main thread is between two
+        submits (it blocks the stop signals for each)."""
+        main = [mask for name, mask in threads.items() if name.endswith(f"/{proc.pid}")]
+        return len(threads) >= 3 and not stops & main[0]
+
+    deadline = time.monotonic() + END
+    while not reading(blocked_by_thread(proc.pid)) and time.monotonic() < deadline:
+        assert proc.poll() is None, finish(proc)
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGSTOP)
+    threads = blocked_by_thread(proc.pid)
+    helpers = {name: mask for name, mask in threads.items() if not name.endswith(f"/{proc.pid}")}
+    assert reading(threads), threads
+    assert all(stops <= mask for mask in helpers.values()), helpers
+
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGCONT)
+    _, err = finish(proc)
+
+    assert proc.returncode == 130, err
+    assert time.monotonic() - asked < 15  # the slack a loaded machine needs
+    assert "interrupted (Ctrl-C)" in err and "Traceback" not in err
 
 
 @pytest.mark.slow

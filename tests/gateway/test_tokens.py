@@ -3,6 +3,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,9 @@ import tiktoken
 import tiktoken.registry
 
 from gateway import tokens
+from gateway.clock import STOPS
 from gateway.tokens import TokenizerError, count_tokens, upper_bound
+from tests.gateway.test_helper_threads import blocked_here
 
 SAMPLES = [
     "hello world",
@@ -56,19 +59,49 @@ def test_upper_bound_is_cheap_for_ascii() -> None:
     assert upper_bound("é") == 2
 
 
+UNIT = (
+    "Résumé line one.\nsecond line  \n\nthird after blank\n  indented\n"
+    "4 digits 1234\n.punct\nword\r\nCRLF line\n日本語の行\n<|endoftext|>\nend.\n"
+)
+
+
 def test_large_text_counted_in_pieces_matches_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     # Shrink the thresholds so a small text takes the parallel path.
     monkeypatch.setattr(tokens, "_PARALLEL_FROM", 2_000)
     monkeypatch.setattr(tokens, "_PIECE", 150)
-    unit = (
-        "Résumé line one.\nsecond line  \n\nthird after blank\n  indented\n"
-        "4 digits 1234\n.punct\nword\r\nCRLF line\n日本語の行\n<|endoftext|>\nend.\n"
-    )
-    text = unit * 60
+    text = UNIT * 60
     pieces = tokens._split(text)
     assert len(pieces) > 5
     assert "".join(pieces) == text
     assert count_tokens(text) == len(reference().encode_ordinary(text))
+
+
+def test_a_large_text_is_counted_on_threads_that_never_take_a_stop_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C the kernel gave a counting thread would wait for the count: the pieces are
+    counted with the stop signals blocked, and the thread that waits for them keeps its
+    own mask (gateway.clock.stops_blocked)."""
+    monkeypatch.setattr(tokens, "_PARALLEL_FROM", 2_000)
+    monkeypatch.setattr(tokens, "_PIECE", 150)
+    real = reference()
+    seen: list[tuple[int, set[int]]] = []
+
+    class Watched:
+        encode_ordinary_batch = tiktoken.Encoding.encode_ordinary_batch  # on its own threads
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            seen.append((threading.get_ident(), blocked_here()))
+            return list(real.encode_ordinary(text))
+
+    monkeypatch.setattr(tokens, "_encoding", Watched())
+    before = blocked_here()
+    text = UNIT * 60
+    assert count_tokens(text) == len(real.encode_ordinary(text))
+    assert len(seen) == len(tokens._split(text)) > 5
+    assert all(mask >= STOPS for _, mask in seen), seen
+    assert threading.get_ident() not in {thread for thread, _ in seen}
+    assert blocked_here() == before and not STOPS & before
 
 
 def test_counts_with_the_network_unreachable(

@@ -333,7 +333,7 @@ def test_the_reader_and_the_workers_never_take_a_stop_signal() -> None:
     the dispatcher's thread (here the test's) keeps them."""
     import signal as signals
 
-    from gateway.providers.deadline import STOPS
+    from gateway.clock import STOPS
 
     def mask() -> set[int]:
         return set(signals.pthread_sigmask(signals.SIG_BLOCK, []))

@@ -352,10 +352,11 @@ def test_a_process_that_cancels_every_alarm_keeps_the_watchdog_heap_small() -> N
 
 def test_the_watchdog_thread_never_takes_a_stop_signal() -> None:
     """A Ctrl-C or TERM the kernel gave the watchdog would wait for the read's timeout
-    (deadline.start_daemon): its actions run with the stop signals blocked."""
+    (clock.start_daemon): its actions run with the stop signals blocked."""
     import signal
 
-    from gateway.providers.deadline import STOPS, arm
+    from gateway.clock import STOPS
+    from gateway.providers.deadline import arm
 
     seen: list[set[int]] = []
     ran = threading.Event()

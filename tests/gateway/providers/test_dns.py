@@ -325,7 +325,7 @@ def test_the_lookup_thread_never_takes_a_stop_signal() -> None:
     """A Ctrl-C the kernel gave the lookup's thread would wait for its timeout."""
     import signal
 
-    from gateway.providers.deadline import STOPS
+    from gateway.clock import STOPS
     from gateway.providers.resolve import lookup
 
     seen: list[set[int]] = []
