@@ -19,10 +19,11 @@ import html
 import re
 import shutil
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
@@ -33,6 +34,7 @@ EXAMPLES_KB = ROOT / "examples" / "kb"
 
 SUFFIXES = (".html", ".htm", ".md", ".markdown", ".txt")
 HTML = (".html", ".htm")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,15 @@ def normal(text: str) -> str:
 class Question:
     text: str
     answers: Mapping[str, str]  # page path -> evidence phrase in it
+
+
+def halves(items: Sequence[T]) -> tuple[list[T], list[T]]:
+    """A list of a question set (its answerable questions, its unanswerable ones, its
+    follow-ups) split in two, the held-out half first: the first half (rounded down) was
+    not looked at while a figure, a floor or a default was tuned on the other, so a
+    benchmark reports its figures on it apart from the whole set's."""
+    cut = len(items) // 2
+    return list(items[:cut]), list(items[cut:])
 
 
 def load_questions(path: Path) -> list[Question]:

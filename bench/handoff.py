@@ -42,6 +42,7 @@ from bench.docsets import (
     DocSet,
     checked_questions,
     copy_pages,
+    halves,
     load_questions,
 )
 from bench.procs import Command, RunFailed, child_env, interleave, run_once
@@ -78,9 +79,9 @@ def _golden(docset: DocSet) -> tuple[list[GoldenQuestion], list[GoldenQuestion]]
     held: list[GoldenQuestion] = []
     tuning: list[GoldenQuestion] = []
     for items in (answerable, unanswerable):
-        cut = len(items) // 2
-        held += items[:cut]
-        tuning += items[cut:]
+        first, second = halves(items)
+        held += first
+        tuning += second
     return held, tuning
 
 

@@ -49,6 +49,7 @@ from bench.docsets import (
     DocSet,
     checked_questions,
     copy_pages,
+    halves,
     load_questions,
 )
 from bench.procs import Run, RunFailed, child_env, run_once
@@ -85,8 +86,9 @@ def _items(docset: DocSet) -> list[Item]:
     unanswerable = [(u["q"], frozenset[str]()) for u in data.get("unanswerable", [])]
     items = []
     for group in (answerable, unanswerable):
-        cut = len(group) // 2
-        items += [Item(t, a, "held-out" if n < cut else "tuning") for n, (t, a) in enumerate(group)]
+        held, tuning = halves(group)
+        items += [Item(t, a, "held-out") for t, a in held]
+        items += [Item(t, a, "tuning") for t, a in tuning]
     return items
 
 

@@ -35,7 +35,15 @@ from typing import Any
 import yaml
 
 from bench.context import Context
-from bench.docsets import GIT_DOC, PG_DOC, QUESTIONS, DocSet, copy_pages, load_questions
+from bench.docsets import (
+    GIT_DOC,
+    PG_DOC,
+    QUESTIONS,
+    DocSet,
+    copy_pages,
+    halves,
+    load_questions,
+)
 from bench.procs import RunFailed
 from bench.stats import Measure, Row, Target, Unit
 
@@ -96,9 +104,11 @@ def _judge(docset: DocSet, ctx: Context, embed: Callable[[list[str]], Any]) -> l
     )  # fmt: skip
     path = QUESTIONS[docset.name]
     unanswerable = yaml.safe_load(path.read_text()).get("unanswerable", [])
-    items = [(q.text, set(q.answers), i < len(qs) // 2)
-             for qs in [load_questions(path)] for i, q in enumerate(qs)]  # fmt: skip
-    items += [(u["q"], set(), i < len(unanswerable) // 2) for i, u in enumerate(unanswerable)]
+    items = []
+    for group in ([(q.text, set(q.answers)) for q in load_questions(path)],
+                  [(u["q"], set[str]()) for u in unanswerable]):  # fmt: skip
+        held_out, tuned = halves(group)
+        items += [(t, a, True) for t, a in held_out] + [(t, a, False) for t, a in tuned]
 
     def rel(p: str) -> str:
         return str(Path(p).relative_to(folder)) if Path(p).is_absolute() else p
