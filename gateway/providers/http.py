@@ -551,7 +551,7 @@ class HttpProvider(ABC):
         last = self._last
         if last is not None and last[0] is request and last[1] is stream:
             return last[2]
-        payload = encode(self._body(request, stream=stream))
+        payload = _payload(self._body(request, stream=stream))
         self._last = (request, stream, payload)
         return payload
 
@@ -575,7 +575,8 @@ class HttpProvider(ABC):
         return self._endpoint
 
     @abstractmethod
-    def _body(self, request: Request, *, stream: bool) -> dict[str, object]: ...
+    def _body(self, request: Request, *, stream: bool) -> Mapping[str, object] | bytes:
+        """What to send: an object to encode, or its JSON bytes already written."""
 
     @abstractmethod
     def _parse(self, data: object) -> Reply: ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 
 from gateway.providers.failures import malformed
 
@@ -39,10 +40,34 @@ def carries_error(data: object) -> bool:
 
 # Built once: `json.dumps` with any option builds an encoder per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# The control characters but tab, newline and return: rare in any text, and escaped by the
+# C escaper's own rules (`\b`, `\f`, `\u00XX`) whenever a text holds one.
+_RARE = tuple(c for c in range(0x20) if c not in b"\t\n\r")
+# Below this many bytes the C escaper costs less than looking for each of _RARE.
+_SHORT = 512
 
 
 def encode(body: Mapping[str, object]) -> bytes:
     return _ENCODER.encode(body).encode()
+
+
+def string(text: str) -> bytes:
+    """`text` as a JSON string, the bytes `encode` writes for it in a body.
+
+    The C escaper reads a prompt character by character (about 32 instructions each, most
+    of a new question's body: bench/RESULTS.md); a long text holding only the common
+    escapes is written with `bytes.replace`, which finds them with `memchr`. UTF-8 bytes of
+    any other character are all above 0x7F, so the bytes are the same either way.
+    """
+    raw = text.encode()
+    if len(raw) < _SHORT:
+        return encode_basestring(text).encode()
+    for c in _RARE:
+        if c in raw:
+            return encode_basestring(text).encode()
+    escaped = raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+    escaped = escaped.replace(b"\n", b"\\n").replace(b"\r", b"\\r").replace(b"\t", b"\\t")
+    return b'"' + escaped + b'"'
 
 
 def decode_json(data: str | bytes, *, what: str) -> object:

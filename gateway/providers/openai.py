@@ -18,7 +18,15 @@ from gateway.model import ErrorKind, Reply, Request, Role
 from gateway.providers import headroom
 from gateway.providers.failures import malformed, stream_error, unfinished
 from gateway.providers.http import HttpProvider
-from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, carries_error, decode_json
+from gateway.providers.jsonshape import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    carries_error,
+    decode_json,
+    string,
+)
 from gateway.providers.turns import sequence
 from gateway.record import record
 
@@ -66,21 +74,41 @@ def dialect_for(base_url: str) -> Dialect:
     return OPENAI if host == "api.openai.com" else COMPATIBLE
 
 
-def chat_body(
-    request: Request, *, model: str | None, dialect: Dialect, stream: bool
-) -> dict[str, object]:
-    messages: list[dict[str, str]] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
-    messages.extend({"role": ROLES[role], "content": text} for role, text in sequence(request))
-    body: dict[str, object] = {"messages": messages}
-    if model:  # optional on single-model servers; Azure reads the deployment from the path
-        body["model"] = model
-    body[dialect.max_tokens_field] = request.max_output_tokens
-    body["stream"] = stream
-    if stream and dialect.stream_usage:
-        body["stream_options"] = {"include_usage": True}
-    return body
+def _opening(role: str) -> bytes:
+    return b'{"role":"' + role.encode() + b'","content":'
+
+
+_SYSTEM = _opening("system")
+_OPENINGS = {role: _opening(name) for role, name in ROLES.items()}
+
+
+class ChatBodies:
+    """The Chat Completions bodies one deployment sends, their JSON written field by field:
+    the bytes the C encoder writes for the same objects (`jsonshape.encode`), where
+    building each object and walking it cost about as much as escaping the prompt
+    (bench/RESULTS.md). What every body shares (the model, the dialect's fields) is
+    written once."""
+
+    __slots__ = ("_ends", "_lead")
+
+    def __init__(self, model: str | None, dialect: Dialect) -> None:
+        # The model is optional on single-model servers; Azure reads the deployment from the path.
+        lead = b',"model":' + string(model) if model else b""
+        self._lead = lead + b',"' + dialect.max_tokens_field.encode() + b'":'
+        streamed = b',"stream":true'
+        if dialect.stream_usage:
+            streamed += b',"stream_options":{"include_usage":true}'
+        self._ends = (b',"stream":false}', streamed + b"}")
+
+    def body(self, request: Request, *, stream: bool) -> bytes:
+        parts = [b'{"messages":[']
+        if request.system:
+            parts += (_SYSTEM, string(request.system), b"},")
+        for role, text in sequence(request):
+            parts += (_OPENINGS[role], string(text), b"},")
+        parts[-1] = b"}]"  # the last message's end (the question's: there is always one)
+        parts += (self._lead, b"%d" % request.max_output_tokens, self._ends[stream])
+        return b"".join(parts)
 
 
 def content_text(value: object) -> str:
@@ -226,8 +254,8 @@ class OpenAIProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
     ) -> None:
-        self._model = deployment.model
-        url, self._dialect = self._locate(deployment)
+        url, dialect = self._locate(deployment)
+        self._bodies = ChatBodies(deployment.model, dialect)
         super().__init__(
             deployment, url=url, headers=self._auth(key), transport=transport, clock=clock
         )
@@ -239,8 +267,8 @@ class OpenAIProvider(HttpProvider):
     def _auth(self, key: Secret | None) -> dict[str, str]:
         return {} if key is None else {"authorization": f"Bearer {key.reveal()}"}
 
-    def _body(self, request: Request, *, stream: bool) -> dict[str, object]:
-        return chat_body(request, model=self._model, dialect=self._dialect, stream=stream)
+    def _body(self, request: Request, *, stream: bool) -> bytes:
+        return self._bodies.body(request, stream=stream)
 
     def _parse(self, data: object) -> Reply:
         return parse_completion(data, now=self._now())

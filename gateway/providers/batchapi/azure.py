@@ -15,7 +15,7 @@ from urllib.parse import quote
 from gateway.providers.azure import DEFAULT_API_VERSION
 from gateway.providers.batchapi.openai import OpenAIBatches
 from gateway.providers.batchapi.records import Caps
-from gateway.providers.openai import OPENAI, chat_body
+from gateway.providers.openai import OPENAI, ChatBodies
 
 if TYPE_CHECKING:
     from gateway.model import Request
@@ -34,5 +34,5 @@ class AzureBatches(OpenAIBatches):
         version = quote(self._deployment.api_version or DEFAULT_API_VERSION, safe="")
         return f"{base}/openai{path}?api-version={version}"
 
-    def _body(self, request: Request) -> dict[str, object]:
-        return chat_body(request, model=self._deployment.model, dialect=OPENAI, stream=False)
+    def _body(self, request: Request) -> bytes:
+        return ChatBodies(self._deployment.model, OPENAI).body(request, stream=False)

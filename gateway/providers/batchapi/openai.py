@@ -33,7 +33,12 @@ from gateway.providers.batchapi.records import (
 )
 from gateway.providers.batchapi.wire import BatchHttp, jsonl_rows
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, encode
-from gateway.providers.openai import OPENAI_BASE_URL, chat_body, dialect_for, parse_completion
+from gateway.providers.openai import (
+    OPENAI_BASE_URL,
+    ChatBodies,
+    dialect_for,
+    parse_completion,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -82,17 +87,15 @@ class OpenAIBatches:
     def _url(self, path: str) -> str:
         return (self._deployment.base_url or OPENAI_BASE_URL).rstrip("/") + path
 
-    def _body(self, request: Request) -> dict[str, object]:
+    def _body(self, request: Request) -> bytes:
         base = self._deployment.base_url or OPENAI_BASE_URL
-        return chat_body(
-            request, model=self._deployment.model, dialect=dialect_for(base), stream=False
-        )
+        return ChatBodies(self._deployment.model, dialect_for(base)).body(request, stream=False)
 
     # -- the job --------------------------------------------------------------------------
 
     def _line(self, e: Entry) -> bytes:
-        line = {"custom_id": e.custom_id, "method": "POST", "url": self.endpoint}
-        return encode({**line, "body": self._body(e.request)}) + b"\n"
+        line = encode({"custom_id": e.custom_id, "method": "POST", "url": self.endpoint})
+        return line[:-1] + b',"body":' + self._body(e.request) + b"}\n"  # the body as its last key
 
     def size(self, entry: Entry) -> int:
         return len(self._line(entry))

@@ -5,6 +5,7 @@ a cancelled job, a job refused as a whole, a wrong key)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,36 @@ def test_a_gemini_job_too_big_to_send_inline_goes_as_an_uploaded_file(
     reply = items["line-2"].reply
     assert reply is not None and "Where is my invoice?" in reply.text
     assert fake.calls[:2] == [("POST", "/upload/v1beta/files")] * 2
+
+
+@pytest.mark.parametrize("provider", ["openai", "azure"])
+def test_an_openai_batch_file_holds_each_request_as_its_json_line(provider: str) -> None:
+    # The line's body is the one a single request sends, spliced in as its last key: the
+    # bytes json itself writes for the whole line.
+    fake = server(provider, BatchPlan())
+    assert isinstance(fake, OpenAIBatchServer)
+    api(provider, fake).submit(ENTRIES, name="test")
+    (uploaded,) = fake.files.values()
+    model = "batch-4o" if provider == "azure" else "gpt-4o-mini"
+    url = "/chat/completions" if provider == "azure" else "/v1/chat/completions"
+    lines = [
+        {
+            "custom_id": e.custom_id,
+            "method": "POST",
+            "url": url,
+            "body": {
+                "messages": [
+                    {"role": "system", "content": e.request.system},
+                    {"role": "user", "content": e.request.question},
+                ],
+                "model": model,
+                "max_completion_tokens": 200,
+                "stream": False,
+            },
+        }
+        for e in ENTRIES
+    ]
+    assert uploaded == b"".join(
+        json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        for line in lines
+    )

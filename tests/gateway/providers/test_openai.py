@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from gateway.config import Deployment
-from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request
+from gateway.model import Decision, ErrorKind, ProviderError, ProviderKind, Request, Role, Turn
 from gateway.providers.openai import FILTERED, OpenAIProvider
 from gateway.record import replace
 from gateway.secrets.key import Secret
@@ -93,6 +93,50 @@ def test_a_retry_sends_the_first_attempts_bytes_and_another_request_its_own() ->
         assert transport.requests[index].content == fresh.requests[0].content
     assert sent(transport, 3)["messages"][1] == {"role": "user", "content": other.question}
     assert [sent(transport, i)["stream"] for i in range(4)] == [False, True, False, False]
+
+
+PROMPT = (
+    'Passage [1]: under Settings > "Security", C:\\Users\\me\n\tthen\r\nSave. \u2014 \U0001f600\n'
+    * 30
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [PROMPT, PROMPT + "\x00\x08\x0c\x1f\x7f\u2028", "", "é"],
+    ids=["long", "controls", "empty", "short"],
+)
+@pytest.mark.parametrize(
+    "base_url", [None, "http://localhost:11434/v1"], ids=["openai", "compatible"]
+)
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_the_body_is_the_bytes_a_client_sending_its_json_sends(
+    text: str, base_url: str | None, stream: bool
+) -> None:
+    # The adapter writes its body's JSON itself: byte for byte what httpx's `json=` sends
+    # for the same object, whatever the prompt, the thread and the question hold.
+    turns = (Turn(Role.AGENT, text[::-1]), Turn(Role.CUSTOMER, "and then?"))
+    request = replace(REQUEST, system=text, question=text + "?", turns=turns)
+    transport = replay("openai/stream" if stream else "openai/chat_completion")
+    on_text = (lambda _: None) if stream else None
+    model = None if base_url else "gpt-4o-mini"
+    adapter(transport, base_url=base_url, model=model).complete(request, timeout=5, on_text=on_text)
+
+    system = [{"role": "system", "content": text}] if text else []
+    expected: dict[str, object] = {
+        "messages": [
+            *system,
+            {"role": "assistant", "content": text[::-1]},
+            {"role": "user", "content": "and then?"},
+            {"role": "user", "content": text + "?"},
+        ],
+        **({"model": model} if model else {}),
+        ("max_tokens" if base_url else "max_completion_tokens"): 400,
+        "stream": stream,
+        **({"stream_options": {"include_usage": True}} if stream and not base_url else {}),
+    }
+    wire = httpx.Request("POST", "http://x/", json=expected).content
+    assert transport.requests[0].content == wire
 
 
 def test_compatible_server_gets_max_tokens_no_stream_options_and_no_auth_without_key() -> None:
