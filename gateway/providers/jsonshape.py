@@ -42,8 +42,8 @@ def carries_error(data: object) -> bool:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # The control characters but tab, newline and return: rare in any text, and escaped by the
 # C escaper's own rules (`\b`, `\f`, `\u00XX`) whenever a text holds one.
-_RARE = tuple(c for c in range(0x20) if c not in b"\t\n\r")
-# Below this many bytes the C escaper costs less than looking for each of _RARE.
+_RARE = (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20))
+# Below this many characters the C escaper costs less than looking for each of _RARE.
 _SHORT = 512
 
 
@@ -59,9 +59,9 @@ def string(text: str) -> bytes:
     escapes is written with `bytes.replace`, which finds them with `memchr`. UTF-8 bytes of
     any other character are all above 0x7F, so the bytes are the same either way.
     """
-    raw = text.encode()
-    if len(raw) < _SHORT:
+    if len(text) < _SHORT:
         return encode_basestring(text).encode()
+    raw = text.encode()
     for c in _RARE:
         if c in raw:
             return encode_basestring(text).encode()

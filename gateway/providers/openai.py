@@ -46,7 +46,12 @@ FILTERED = "The provider's content filter withheld this answer."
 # finish_reason values that end an answer before its end (docs/openai.md#openai-response).
 # "length" says only that max tokens were reached: the output limit, or (rarely) the model's window.
 CUT_SHORT = {"length": ErrorKind.OUTPUT_LIMIT}
-ROLES = {Role.CUSTOMER: "user", Role.AGENT: "assistant"}
+# Each message's JSON up to its text, by who wrote it (the wire's roles: system, user, assistant).
+_SYSTEM = b'{"role":"system","content":'
+_OPENINGS = {
+    Role.CUSTOMER: b'{"role":"user","content":',
+    Role.AGENT: b'{"role":"assistant","content":',
+}
 
 
 @record
@@ -74,41 +79,26 @@ def dialect_for(base_url: str) -> Dialect:
     return OPENAI if host == "api.openai.com" else COMPATIBLE
 
 
-def _opening(role: str) -> bytes:
-    return b'{"role":"' + role.encode() + b'","content":'
-
-
-_SYSTEM = _opening("system")
-_OPENINGS = {role: _opening(name) for role, name in ROLES.items()}
-
-
-class ChatBodies:
-    """The Chat Completions bodies one deployment sends, their JSON written field by field:
-    the bytes the C encoder writes for the same objects (`jsonshape.encode`), where
-    building each object and walking it cost about as much as escaping the prompt
-    (bench/RESULTS.md). What every body shares (the model, the dialect's fields) is
-    written once."""
-
-    __slots__ = ("_ends", "_lead")
-
-    def __init__(self, model: str | None, dialect: Dialect) -> None:
-        # The model is optional on single-model servers; Azure reads the deployment from the path.
-        lead = b',"model":' + string(model) if model else b""
-        self._lead = lead + b',"' + dialect.max_tokens_field.encode() + b'":'
-        streamed = b',"stream":true'
-        if dialect.stream_usage:
-            streamed += b',"stream_options":{"include_usage":true}'
-        self._ends = (b',"stream":false}', streamed + b"}")
-
-    def body(self, request: Request, *, stream: bool) -> bytes:
-        parts = [b'{"messages":[']
-        if request.system:
-            parts += (_SYSTEM, string(request.system), b"},")
-        for role, text in sequence(request):
-            parts += (_OPENINGS[role], string(text), b"},")
-        parts[-1] = b"}]"  # the last message's end (the question's: there is always one)
-        parts += (self._lead, b"%d" % request.max_output_tokens, self._ends[stream])
-        return b"".join(parts)
+def chat_body(request: Request, *, model: str | None, dialect: Dialect, stream: bool) -> bytes:
+    """The Chat Completions body of `request`, its JSON written field by field: the bytes
+    the C encoder writes for the same object (`jsonshape.encode`), where building that
+    object and walking it cost about as much as escaping the prompt (bench/RESULTS.md)."""
+    parts = [b'{"messages":[']
+    if request.system:
+        parts += (_SYSTEM, string(request.system), b"},")
+    for role, text in sequence(request):
+        parts += (_OPENINGS[role], string(text), b"},")
+    parts[-1] = b"}]"  # the last message's end (the question's: there is always one)
+    if model:  # optional on single-model servers; Azure reads the deployment from the path
+        parts += (b',"model":', string(model))
+    parts.append(b',"%s":%d' % (dialect.max_tokens_field.encode(), request.max_output_tokens))
+    if not stream:
+        parts.append(b',"stream":false}')
+    elif dialect.stream_usage:
+        parts.append(b',"stream":true,"stream_options":{"include_usage":true}}')
+    else:
+        parts.append(b',"stream":true}')
+    return b"".join(parts)
 
 
 def content_text(value: object) -> str:
@@ -254,8 +244,8 @@ class OpenAIProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
     ) -> None:
-        url, dialect = self._locate(deployment)
-        self._bodies = ChatBodies(deployment.model, dialect)
+        self._model = deployment.model
+        url, self._dialect = self._locate(deployment)
         super().__init__(
             deployment, url=url, headers=self._auth(key), transport=transport, clock=clock
         )
@@ -268,7 +258,7 @@ class OpenAIProvider(HttpProvider):
         return {} if key is None else {"authorization": f"Bearer {key.reveal()}"}
 
     def _body(self, request: Request, *, stream: bool) -> bytes:
-        return self._bodies.body(request, stream=stream)
+        return chat_body(request, model=self._model, dialect=self._dialect, stream=stream)
 
     def _parse(self, data: object) -> Reply:
         return parse_completion(data, now=self._now())

@@ -18,6 +18,8 @@ AGENT_BEFORE = "(The support agent wrote first:) "
 
 def sequence(request: Request) -> list[tuple[Role, str]]:
     """The thread's turns, then the current message as the customer's."""
+    if not request.turns:  # most questions: no comprehension to build and run
+        return [(Role.CUSTOMER, request.question)]
     return [(t.role, t.content) for t in request.turns] + [(Role.CUSTOMER, request.question)]
 
 

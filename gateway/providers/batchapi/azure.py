@@ -15,7 +15,7 @@ from urllib.parse import quote
 from gateway.providers.azure import DEFAULT_API_VERSION
 from gateway.providers.batchapi.openai import OpenAIBatches
 from gateway.providers.batchapi.records import Caps
-from gateway.providers.openai import OPENAI, ChatBodies
+from gateway.providers.openai import OPENAI, chat_body
 
 if TYPE_CHECKING:
     from gateway.model import Request
@@ -35,4 +35,4 @@ class AzureBatches(OpenAIBatches):
         return f"{base}/openai{path}?api-version={version}"
 
     def _body(self, request: Request) -> bytes:
-        return ChatBodies(self._deployment.model, OPENAI).body(request, stream=False)
+        return chat_body(request, model=self._deployment.model, dialect=OPENAI, stream=False)

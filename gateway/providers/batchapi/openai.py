@@ -35,7 +35,7 @@ from gateway.providers.batchapi.wire import BatchHttp, jsonl_rows
 from gateway.providers.jsonshape import as_dict, as_int, as_list, as_str, encode
 from gateway.providers.openai import (
     OPENAI_BASE_URL,
-    ChatBodies,
+    chat_body,
     dialect_for,
     parse_completion,
 )
@@ -89,7 +89,9 @@ class OpenAIBatches:
 
     def _body(self, request: Request) -> bytes:
         base = self._deployment.base_url or OPENAI_BASE_URL
-        return ChatBodies(self._deployment.model, dialect_for(base)).body(request, stream=False)
+        return chat_body(
+            request, model=self._deployment.model, dialect=dialect_for(base), stream=False
+        )
 
     # -- the job --------------------------------------------------------------------------
 
