@@ -57,6 +57,10 @@ class Snapshot(NamedTuple):
     present: frozenset[str] = frozenset()
 
 
+# An empty state's snapshot, the same for every reader (its mappings read-only).
+NOTHING_SEEN = Snapshot(_NO_COOLDOWNS)
+
+
 class StateBounds(NamedTuple):
     """What keeps the state honest and bounded.
 

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from gateway.model import Cooldown, CooldownBasis
 from gateway.record import replace
 from gateway.secrets.key import Secret
-from gateway.state.records import Lease, Snapshot, State, StateBounds
+from gateway.state.records import NOTHING_SEEN, Lease, Snapshot, State, StateBounds
 
 # Deadlines before 1970 or after the year 5000 are garbage, not a cooldown.
 _LATEST = 95_617_584_000.0
@@ -58,6 +58,9 @@ def snapshot(
     *,
     cursors: Collection[str] = (),
 ) -> Snapshot:
+    if not (state.entries or state.leases or cursors):
+        # The common state, a healthy fleet's: nothing to walk and nothing to build.
+        return NOTHING_SEEN
     cooling: dict[str, Cooldown] = {}
     due: dict[str, Cooldown] = {}
     for name, raw in state.entries.items():
