@@ -9,15 +9,35 @@ exactly; a deployment that reports an overflow anyway is sent less, at most twic
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from gateway.config import Config, Deployment
-from gateway.engine.policy import plan_route, window_shortfall
+from gateway.engine.policy import Plan, plan_route, window_shortfall
 from gateway.model import Request
 from gateway.seams import Compactor
 
 
+class Windows(NamedTuple):
+    """What a config's windows decide alike for every question, worked out once per
+    engine: the smallest, and the plan of an input that fits it with the reply."""
+
+    smallest: int
+    plan: Plan  # every such input's: none is short of any window, which is what plans go by
+
+    @classmethod
+    def of(cls, config: Config) -> Windows:
+        smallest = min(d.context_window for d in config.all_deployments())
+        return cls(smallest, plan_route(config, max(0, smallest - config.max_output_tokens)))
+
+
 class Fitting:
     """One question's request and its route, and what each deployment is sent."""
+
+    # With a compactor only (nothing else fits a request to a window):
+    # input limit -> the request built to fit and its exact count (None: nothing fits)
+    fitted: dict[int, tuple[Request, int] | None]
+    limits: dict[str, int]  # deployment -> its limit after it overflowed
+    shrunk: dict[str, int]  # deployment -> overflows it answered with less
 
     def __init__(
         self,
@@ -26,35 +46,34 @@ class Fitting:
         compact: Compactor | None,
         count_tokens: Callable[[str], int],
         exact_tokens: bool,
-        smallest: int,
+        windows: Windows,
     ) -> None:
-        """`smallest`: the smallest context window of `config`'s deployments."""
         self.config = config
         self.request = request
         self.compact = compact
         self.count_tokens = count_tokens
-        # Input limits -> the request built to fit, and its exact token count; None when
-        # nothing fits.
-        self.fitted: dict[int, tuple[Request, int] | None] = {}
-        self.limits: dict[str, int] = {}  # deployment -> its limit after it overflowed
-        self.shrunk: dict[str, int] = {}  # deployment -> overflows it answered with less
-        tokens, self.tokens_exact = self._input_tokens(exact_tokens, smallest)
-        self.plan = plan_route(config, tokens)
-
-    def _input_tokens(self, exact: bool, smallest: int) -> tuple[int, bool]:
-        text = self.request.text
+        if compact is not None:
+            self.fitted, self.limits, self.shrunk = {}, {}, {}
+        text = request.text
         # Every cl100k token is at least one byte, so the UTF-8 length bounds the count from
         # above. When even that bound fits every window, the exact count cannot change a
         # routing decision and loading the tokenizer (the slowest part of start-up) is skipped.
         bound = len(text) if text.isascii() else len(text.encode("utf-8"))
-        if exact or bound + self.config.max_output_tokens > smallest:
-            return self.count_tokens(text), True
-        return bound, False
+        # Whether every window holds the input with the reply (by the bound, not the count).
+        self.fits_every = not exact_tokens and bound + config.max_output_tokens <= windows.smallest
+        self.input_tokens: int = bound
+        self.tokens_exact = not self.fits_every
+        self.plan = windows.plan
+        if not self.fits_every:
+            self.input_tokens = count_tokens(text)
+            self.plan = plan_route(config, self.input_tokens)
 
     def too_small(self, d: Deployment) -> str | None:
         """Why `d`'s window cannot take the question, not even compacted (None: it can).
         The offline ranker has no window to overflow."""
-        shortfall = window_shortfall(self.config, self.plan.input_tokens, d)
+        if self.fits_every:
+            return None
+        shortfall = window_shortfall(self.config, self.input_tokens, d)
         if shortfall is not None and not d.provider.offline and self._fitted_for(d) is None:
             return shortfall
         return None
@@ -69,7 +88,7 @@ class Fitting:
         (a compacted request always is)."""
         fitted = None if d is None or self.compact is None else self._fitted_for(d)
         if fitted is None:
-            return self.request, self.plan.input_tokens, self.tokens_exact
+            return self.request, self.input_tokens, self.tokens_exact
         return fitted[0], fitted[1], True
 
     def _fitted_for(self, d: Deployment) -> tuple[Request, int] | None:
@@ -78,7 +97,7 @@ class Fitting:
             return None  # the offline ranker needs no window: it gets everything
         limit = self.limits.get(d.name)
         if limit is None:
-            if window_shortfall(self.config, self.plan.input_tokens, d) is None:
+            if window_shortfall(self.config, self.input_tokens, d) is None:
                 return None
             limit = d.context_window - self.config.max_output_tokens
         return self._fit(limit)
@@ -123,5 +142,5 @@ class Fitting:
 
     def _exact_input(self) -> int:
         if self.tokens_exact:
-            return self.plan.input_tokens
+            return self.input_tokens
         return self.count_tokens(self.request.text)

@@ -19,7 +19,7 @@ from gateway.config import Config, Deployment
 from gateway.engine import allowances, credentials
 from gateway.engine.backoff import Budget
 from gateway.engine.credentials import Keys, KeySet
-from gateway.engine.fitting import Fitting
+from gateway.engine.fitting import Fitting, Windows
 from gateway.engine.held import HeldDeployments
 from gateway.engine.policy import (
     Answered,
@@ -28,7 +28,7 @@ from gateway.engine.policy import (
     Refused,
     Stopped,
     after_overflow,
-    answered,
+    is_answer,
     judge,
     over_limit,
     over_retry_budget,
@@ -77,7 +77,7 @@ class _Seams:
     keys: Callable[[], KeySet]  # every deployment's keys as the environment holds them now
     allowance: Allowance | None
     turns: TurnSeams
-    smallest: int  # the smallest context window of the config's deployments
+    windows: Windows  # what the config's windows decide alike for every question
 
 
 class Engine:
@@ -125,7 +125,7 @@ class Engine:
             keys=self._keys.now,
             allowance=allowance,
             turns=TurnSeams(store, self._held, clock, self.provider_for, rotating),
-            smallest=min(d.context_window for d in deployments),
+            windows=Windows.of(config),
         )
 
     def provider_for(self, deployment: Deployment, key: Secret | None) -> Provider:
@@ -182,9 +182,8 @@ class Engine:
         compacted one holds fewer passages: a stream checks its markers against them)."""
         # Every wait and call of this question is measured from its start.
         start = self._clock.monotonic() if started is None else started
-        budget = Budget(start, self.config.policy.budget)
         question = _Question(
-            self.config, request, self._seams, budget, on_text, exact_tokens, compact, on_restart
+            self.config, request, self._seams, start, on_text, exact_tokens, compact, on_restart
         )
         question.on_send = on_send
         try:
@@ -215,7 +214,7 @@ class _Question:
         config: Config,
         request: Request,
         seams: _Seams,
-        budget: Budget,
+        start: float,  # on the monotonic clock: the question's budget is counted from it
         on_text: TextSink | None,
         exact_tokens: bool,
         compact: Compactor | None,
@@ -224,19 +223,17 @@ class _Question:
         self.config = config
         self.seams = seams
         self.clock = seams.clock
-        self.budget = budget
         self.on_text = on_text
         self.on_restart = on_restart
         self.on_send: Callable[[Request], None] | None = None
-        fitting = Fitting(
-            config, request, compact, seams.count_tokens, exact_tokens, seams.smallest
-        )
+        fitting = Fitting(config, request, compact, seams.count_tokens, exact_tokens, seams.windows)
         self.fitting = fitting
         # The keys are read once per question: one rotated meanwhile is the next one's.
         self.keys = seams.keys()
-        self.turns = Turns(config, budget, seams.turns, self.keys.keys_for)
+        deadline = start + config.policy.budget
+        self.turns = Turns(config, deadline, seams.turns, self.keys.keys_for)
         self.record = Record(seams.on_attempt)
-        self.results = Results(fitting, self.record.attempts, seams.clock, budget.start)
+        self.results = Results(fitting, self.record.attempts, seams.clock, start)
         self.queue = list(fitting.plan.candidates)  # the deployments not taken up yet
         self.verdicts: dict[str, Verdict] = {}
         # The first cut-short reply: returned, marked incomplete, if nothing better comes.
@@ -259,6 +256,8 @@ class _Question:
                 turn = None
             else:
                 ending, elapsed, wrote = self._attempt(turn)
+                if isinstance(ending, Reply):
+                    return self._answered(turn, ending, elapsed)
                 if not isinstance(ending, Failed):
                     return self._finish(turn, ending, elapsed)
                 if not self._goes_on(turn, ending, elapsed, wrote):
@@ -308,7 +307,7 @@ class _Question:
         allowance, d = self.seams.allowance, turn.deployment
         if allowance is None or d.provider.offline:
             return True
-        tokens = self.fitting.plan.input_tokens + self.config.max_output_tokens
+        tokens = self.fitting.input_tokens + self.config.max_output_tokens
         claims = allowances.claims(self.config, d, turn.key, tokens)
         count = allowances.retry_budget(d) if turn.calls == 0 else None
         if not claims and count is None:
@@ -388,9 +387,9 @@ class _Question:
         left = turn.until - now
         return left if left > 0.0 else 0.0
 
-    def _attempt(self, turn: DeploymentTurn) -> tuple[Ending, float, bool]:
-        """Call the deployment once: how the call ended, how long it took, whether it
-        streamed text to the customer."""
+    def _attempt(self, turn: DeploymentTurn) -> tuple[Ending | Reply, float, bool]:
+        """Call the deployment once: how the call ended (a reply that is a whole answer as
+        itself), how long it took, whether it streamed text to the customer."""
         d = turn.deployment
         turn.calls += 1
         wrote = False
@@ -437,7 +436,9 @@ class _Question:
         if turn.grant is not None:
             self._settle(turn, result, started)
         now = self.clock.monotonic()
-        ending = answered(result) or judge(
+        if is_answer(result):
+            return result, now - started, wrote
+        ending = judge(
             result,
             partial=partial,
             wrote=wrote,
@@ -506,6 +507,13 @@ class _Question:
         for other, why in dropped:
             self._pass_over(other, Verdict(Reason.TOO_SMALL, why))
         return False
+
+    def _answered(self, turn: DeploymentTurn, reply: Reply, elapsed: float) -> Result:
+        """The question's end with an answer: its row, the deployment cleared (it is
+        healthy), the result."""
+        usage = self.record.reply(turn, reply, elapsed)
+        self.turns.clear(turn)
+        return self.results.answered(turn.deployment, reply, usage)
 
     def _finish(self, turn: DeploymentTurn, ending: Ending, elapsed: float) -> Result:
         """Record the attempt that ended the question, write back what it proved, and the

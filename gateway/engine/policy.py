@@ -9,7 +9,7 @@ it can be read (and tested) in one place.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 from gateway.config import Config, Deployment, Policy
 from gateway.engine.backoff import Budget, backoff_delay, retry_after_wait
@@ -295,11 +295,15 @@ def judge(
 
 def answered(result: Reply | Failure) -> Answered | None:
     """The ending of an attempt whose reply is a whole answer (None: `judge` says what it
-    means). Whatever else the call was, or text shown before it, an answer ends the
-    question, so the common attempt needs none of `judge`'s other arguments."""
-    if isinstance(result, Reply) and not result.refused and not_an_answer(result) is None:
-        return Answered(result)
-    return None
+    means)."""
+    return Answered(result) if is_answer(result) else None
+
+
+def is_answer(result: Reply | Failure) -> TypeGuard[Reply]:
+    """Whether `result` is a whole answer. Whatever else the call was, or text shown before
+    it, an answer ends the question, so the common attempt needs none of `judge`'s
+    arguments (nor its `Answered`: the engine ends the question with the reply itself)."""
+    return isinstance(result, Reply) and not result.refused and not_an_answer(result) is None
 
 
 def not_an_answer(reply: Reply) -> Failure | None:
@@ -328,11 +332,10 @@ def _answer_failure(kind: ErrorKind, detail: str) -> Failure:
 
 
 class Plan(NamedTuple):
-    """Which deployments to try for one question, in order. (A NamedTuple: one a question,
-    read only by the engine.)"""
+    """Which deployments to try for a question, in order. (A NamedTuple: read only by the
+    engine.)"""
 
     route: Route
-    input_tokens: int
     candidates: tuple[Deployment, ...]
 
 
@@ -347,8 +350,8 @@ def plan_route(config: Config, input_tokens: int) -> Plan:
     first = config.deployments[0]
     long = config.long_context
     if window_shortfall(config, input_tokens, first) and long is not None:
-        return Plan(Route.LONG_CONTEXT, input_tokens, (long, *config.deployments))
-    return Plan(Route.NORMAL, input_tokens, config.deployments)
+        return Plan(Route.LONG_CONTEXT, (long, *config.deployments))
+    return Plan(Route.NORMAL, config.deployments)
 
 
 def window_shortfall(config: Config, input_tokens: int, d: Deployment) -> str | None:

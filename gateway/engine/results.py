@@ -48,6 +48,10 @@ class Reason(Enum):
     FAILED = "failed"  # its last call failed
 
 
+# An answer's status, read once (a member read through its enum class costs ~900
+# instructions on Python 3.11: `EnumType.__getattr__`'s hook).
+_ANSWERED = Status.ANSWERED
+
 # Reasons that could clear by themselves: when they are all there is, "retry later".
 _TRANSIENT = frozenset({Reason.COOLING, Reason.HELD, Reason.OUT_OF_TIME, Reason.FAILED_FOR_NOW})
 
@@ -93,7 +97,7 @@ class Results:
         as its row recorded it (None: worked out here)."""
         match ending:
             case Answered(reply=reply):
-                return self.result(Status.ANSWERED, d, reply.text, reply, usage=usage)
+                return self.answered(d, reply, usage)
             case Refused(text=text, by=by, reply=reply):
                 # The model's refusal is its answer, as is; the provider's filter wrote
                 # none, and its explanation is no answer to show the customer.
@@ -129,6 +133,10 @@ class Results:
                 )
                 return self.result(Status.FATAL, d, error=error)
         raise AssertionError(f"not an ending of the question: {ending!r}")
+
+    def answered(self, d: Deployment, reply: Reply, usage: Usage | None = None) -> Result:
+        """The result of `d`'s reply that answered; `usage` as its row recorded it."""
+        return self.result(_ANSWERED, d, reply.text, reply, usage=usage)
 
     def failed(
         self,
@@ -166,7 +174,7 @@ class Results:
         if verdicts and all(v.reason in too_large for v in verdicts.values()):
             error = QuestionError(
                 FailureKind.TOO_LARGE,
-                f"the input ({self.fitting.plan.input_tokens:,} tokens) is too large for "
+                f"the input ({self.fitting.input_tokens:,} tokens) is too large for "
                 "every deployment: each overflowed or has a smaller window",
                 lines,
             )

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 
 from gateway.config import Config, Deployment
 from gateway.engine import credentials
-from gateway.engine.backoff import Budget
 from gateway.engine.credentials import Key, Keys
 from gateway.engine.held import HeldDeployments
 from gateway.engine.policy import cooldown_basis
@@ -91,13 +90,14 @@ class Turns:
     def __init__(
         self,
         config: Config,
-        budget: Budget,
+        deadline: float,
         seams: TurnSeams,
         keys_for: Callable[[Deployment], Keys],
     ) -> None:
-        """`keys_for`: each deployment's keys as this question read them."""
+        """`deadline`: the question's budget's end, on the monotonic clock; `keys_for`: each
+        deployment's keys as this question read them."""
         self.config = config
-        self.budget = budget
+        self.deadline = deadline
         self.store = seams.store
         self.held = seams.held
         self.clock = seams.clock
@@ -137,7 +137,7 @@ class Turns:
         # From when its adapter is ready: building one (a first connection's set-up) is
         # the deployment's time, which its first call is checked against.
         began = self.clock.monotonic()
-        until = min(self.budget.deadline, began + d.policy.budget)  # the earlier deadline
+        until = min(self.deadline, began + d.policy.budget)  # the earlier deadline
         return DeploymentTurn(d, key, spare, provider, began, until, self._probing(d, key))
 
     def _barrier(self, d: Deployment, keys: Keys, now: float) -> tuple[Verdict | None, list[Key]]:
@@ -160,7 +160,7 @@ class Turns:
             return Verdict(Reason.COOLING, _PROBED_ELSEWHERE), ordered
         # An offline deployment answers in milliseconds, inside the budget's margin: with
         # the budget spent it is still the customer's best chance of an answer.
-        if self.budget.left(now) <= 0 and not d.provider.offline:
+        if self.deadline <= now and not d.provider.offline:
             return Verdict(Reason.OUT_OF_TIME, "no time left in the budget"), ordered
         return None, ordered
 
