@@ -6,6 +6,7 @@ import pytest
 
 from gateway.config import Config, Deployment, Policy
 from gateway.engine.backoff import Budget, backoff_delay
+from gateway.engine.fitting import Windows
 from gateway.engine.policy import (
     Answered,
     Failed,
@@ -175,6 +176,14 @@ CONFIG = Config("Acme", (SMALL, MID), LONG, max_output_tokens=400)
 def test_an_input_that_fits_the_first_window_takes_the_normal_route():
     plan = plan_route(CONFIG, 7_000)
     assert (plan.route, plan.candidates) == (Route.NORMAL, (SMALL, MID))
+
+
+def test_the_plan_worked_out_once_is_every_input_s_that_fits_the_smallest_window():
+    windows = Windows.of(CONFIG)
+    assert windows.smallest == 8_000
+    for tokens in (0, 1, 7_000, 7_600):  # 7,600 + 400 fills the smallest window
+        assert windows.plan == plan_route(CONFIG, tokens)
+    assert windows.plan != plan_route(CONFIG, 7_601)
 
 
 def test_an_input_too_large_for_the_first_window_goes_to_long_context_first():
