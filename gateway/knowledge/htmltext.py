@@ -66,6 +66,28 @@ _BLOCKS = frozenset(
     }
 )  # fmt: skip
 _HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
+# What the sink does at an element's start and end, by its tag: one look-up for the
+# ~280 k elements of a large manual, not a test of each set in turn. Bits of `_RULES`;
+# a tag absent has none (an element that only opens or closes a navigation region).
+_SKIP, _ANCHOR, _CODE_RULE = 1, 2, 4  # inline, <a>, <code>: a mark at most
+_EARLY = _SKIP | _ANCHOR | _CODE_RULE
+_HEAD_RULE = 8  # <link>: the canonical link
+_DROP_RULE, _TITLE_RULE, _BLOCK_RULE = 16, 32, 64
+_SHAPE_RULE = 128  # headings, lists, items, <pre>, table cells: the block's shape
+_RULES: dict[str, int] = {}
+for _tags, _bit in (
+    (_INLINE, _SKIP),
+    (("a",), _ANCHOR),
+    (("code",), _CODE_RULE),
+    (("link",), _HEAD_RULE),
+    (_DROP, _DROP_RULE),
+    (("title",), _TITLE_RULE),
+    (_BLOCKS, _BLOCK_RULE),
+    ((*_HEADINGS, "ul", "ol", "li", "pre", "td", "th"), _SHAPE_RULE),
+):
+    for _tag in _tags:
+        _RULES[_tag] = _RULES.get(_tag, 0) | _bit
+del _tags, _bit, _tag
 # Where a <code> element began or ended (the tags are cut out before parsing, see
 # `_inline_tag`): a block that is one code element is code, as a <pre> is.
 _CODE = "\x02"
@@ -75,9 +97,17 @@ _LINK, _LINK_END = "\x03", "\x04"
 _MARKS = str.maketrans("", "", _CODE + _LINK + _LINK_END)
 
 
+def _names_href(attrs: Attributes) -> bool:
+    """Whether an <a> names a target: an attribute whose name holds "href" (xlink:href)."""
+    return any("href" in name.lower() for name in attrs)
+
+
 def _fenced(code: str) -> str:
     """Code as a fenced block, its fence longer than any run of backticks in it."""
-    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    # Most code holds no backtick: one scan in C, not the pattern's over every character
+    # (a large manual's <pre> blocks are a third of its text).
+    runs = re.findall(r"`+", code) if "`" in code else ()
+    longest = max((len(run) for run in runs), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{code}\n{fence}"
 
@@ -109,6 +139,7 @@ class HtmlText:
         self.navigation_words = 0
         self._region: str | None = None  # the tag of the navigation region we are in
         self._region_depth = 0  # its elements of that tag open
+        self._special = False  # dropping, in the <title> or in the first <h1> (`_restate`)
 
     def _link(self, attrs: Attributes) -> None:
         rel = (attrs.get("rel") or "").lower().split()
@@ -116,35 +147,38 @@ class HtmlText:
             self.canonical = attrs["href"]
 
     def start(self, tag: str, attrs: Attributes) -> None:
-        if tag in _INLINE:
-            return
-        if tag == "a":
-            if any("href" in name.lower() for name in attrs):
+        rule = _RULES.get(tag, 0)
+        if rule & _EARLY:  # inline, <a>, <code>: at most a mark in the text
+            if rule == _CODE_RULE:
+                self.data(_CODE)
+            elif rule == _ANCHOR and ("href" in attrs or _names_href(attrs)):
                 self.data(_LINK)
             return
-        if tag == "code":
-            self.data(_CODE)
-            return
-        if tag == "link":
+        if rule & _HEAD_RULE:
             self._link(attrs)
-        if tag in _DROP:
+        if rule & _DROP_RULE:
             self._dropping += 1
+            self._restate()
         if self._dropping:
             return
-        if tag == "title":
+        if rule & _TITLE_RULE:
             self._in_title = True
+            self._restate()
             return
-        if tag in _BLOCKS:
+        if rule & _BLOCK_RULE and self._parts:
             self._flush()
         if self._region is None:
             if attrs and names_navigation(tag, attrs.items()):
                 self._region, self._region_depth = tag, 1
         elif tag == self._region:
             self._region_depth += 1
+        if not rule & _SHAPE_RULE:
+            return
         if tag in _HEADINGS:
             self._prefix = _HEADINGS[tag]
             if tag == "h1" and self._h1_state == 0:
                 self._h1_state = 1
+                self._restate()
         elif tag in ("ul", "ol"):
             self._list_count += 1
             self._lists.append((self._list_count, 1 if tag == "ol" else 0))
@@ -156,64 +190,86 @@ class HtmlText:
                 self._lists[-1] = (list_id, number + 1)
         elif tag == "pre":
             self._pre += 1
-        elif tag in ("td", "th"):
+        else:  # td, th
             self._parts.append(" ")
 
     def end(self, tag: str) -> None:
-        if tag in _INLINE:
+        rule = _RULES.get(tag, 0)
+        if rule & _EARLY:
+            if rule == _CODE_RULE:
+                self.data(_CODE)
+            elif rule == _ANCHOR:
+                self.data(_LINK_END)
             return
-        if tag == "a":
-            self.data(_LINK_END)
-            return
-        if tag == "code":
-            self.data(_CODE)
-            return
-        if tag in _DROP:
+        if rule & _DROP_RULE:
             self._dropping = max(0, self._dropping - 1)
+            self._restate()
             return
         if self._dropping:
             return
-        if tag == "title":
+        if rule & _TITLE_RULE:
             self._in_title = False
+            self._restate()
             return
-        if tag in _BLOCKS:
+        if rule & _BLOCK_RULE and self._parts:
             self._flush()
         if tag == self._region:
             self._region_depth -= 1
             if not self._region_depth:
                 self._flush()
                 self._region = None
+        if not rule & _SHAPE_RULE:
+            return
         if tag in _HEADINGS or tag == "li":
             self._prefix, self._item = "", 0
         if tag == "h1" and self._h1_state == 1:
             self._h1_state = 2
+            self._restate()
         elif tag in ("ul", "ol") and self._lists:
             self._lists.pop()
         elif tag == "pre" and self._pre:
             self._pre -= 1
 
+    def _restate(self) -> None:
+        """Whether text goes anywhere but the current block (`data`'s slow path): noted
+        when it changes, so most text events test one flag."""
+        self._special = bool(self._dropping or self._in_title or self._h1_state == 1)
+
     def data(self, data: str) -> None:
-        if self._dropping:
+        if not self._special:
+            # Blank text before a block's first word (the line breaks between its tags)
+            # changes no word of it; only a <pre> keeps its leading spaces.
+            if self._parts or self._pre or not data.isspace():
+                self._parts.append(data)
+        elif self._dropping:
             return
-        if self._in_title:
+        elif self._in_title:
             self.title += data
-            return
-        if self._h1_state == 1:
+        else:  # inside the first <h1>
             self.h1 += data
-        self._parts.append(data)
+            self._parts.append(data)
 
     def _flush(self) -> None:
-        if not self._parts:
+        parts = self._parts
+        if not parts:
             return  # most flushes (a block's end, then its parent's): nothing came between
-        raw = "".join(self._parts)
         self._parts = []
+        raw = parts[0] if len(parts) == 1 else "".join(parts)
         if _LINK in raw or _LINK_END in raw:
             raw = self._count_links(raw)
-        pre = raw.replace(_CODE, "").strip("\n").rstrip() if self._pre else ""
         words = raw.split()
-        text = pre or " ".join(words)
-        if not text.replace(_CODE, ""):
-            return  # keep a pending prefix: `<li><p>step</p></li>` is still an item
+        if not words:
+            return  # blank: keep a pending prefix, as for a block of empty code below
+        if self._pre:
+            text = raw.replace(_CODE, "").strip("\n").rstrip()
+            if not text:
+                return
+            bare = text
+        else:
+            text = " ".join(words)
+            bare = text.replace(_CODE, "") if _CODE in text else text
+            if not bare:
+                return  # keep a pending prefix: `<li><p>step</p></li>` is still an item
         self.words += len(words)
         if self._region is not None:
             self.navigation_words += len(words)
@@ -224,7 +280,7 @@ class HtmlText:
         elif text[0] == _CODE == text[-1] and text.count(_CODE) == 2 and not self._prefix:
             text = _fenced(text[1:-1])
         else:
-            text = self._prefix + text.replace(_CODE, "")
+            text = self._prefix + bare
         self.blocks.append((self._item, text))
         self._prefix, self._item = "", 0
 

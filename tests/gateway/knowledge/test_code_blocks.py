@@ -68,3 +68,15 @@ def test_a_markdown_code_block_holds_no_heading_and_no_title() -> None:
 def test_a_heading_made_of_code_is_still_a_heading() -> None:
     page = "<h1>Tools</h1><h2><code>pg_dump</code></h2><p>Backs up.</p>"
     assert headings("manual/tools.html", page) == ["pg_dump"]
+
+
+def test_a_pre_keeps_the_spaces_before_its_first_code_with_either_reader() -> None:
+    # lxml reports the spaces before <code> as text of their own; outside a <pre> such
+    # blank text before a block's first word is dropped, inside it is the indentation.
+    from gateway.knowledge.htmltext import standard, with_lxml
+
+    page = "<html><body><p>Set it:</p>\n\n<pre>    <code>x = 1</code>\ny = 2</pre></body></html>"
+    for reader in (standard, with_lxml):
+        article, problem = parse("manual/set.html", page.encode(), reader)
+        assert article is not None, problem
+        assert article.text == "Set it:\n\n```\n    x = 1\ny = 2\n```"
