@@ -34,14 +34,21 @@ class Alarm:
 
     def cancel(self) -> None:
         # Under the lock: once cancel() returns, the action has either run or never will.
+        # The action is let go: a cancelled alarm waits in the watchdog's heap until its
+        # deadline or a sweep, and would keep its attempt (and what that holds) alive so long.
         with self._lock:
             self.cancelled = True
+            self._action = _spent
 
     def fire(self) -> None:
         with self._lock:
             if not self.cancelled:
                 self.cancelled = True
                 self._action()
+
+
+def _spent() -> None:
+    """What a cancelled alarm holds in place of its action."""
 
 
 _SWEEP_FLOOR = 32
@@ -216,6 +223,11 @@ class Deadline:
         with self._lock:
             self._closed = True
             alarm = self._alarm
+            # `cut` (the client's, holding this deadline) and the alarm (whose action is
+            # this deadline's) made the attempt a reference cycle that only the collector
+            # freed: let go, it is freed as the call returns.
+            self._cut = None
+            self._alarm = None
         if alarm is not None:
             alarm.cancel()
 
