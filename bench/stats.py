@@ -180,10 +180,15 @@ def _warmup(iterations: int) -> int:
 
 
 def paired(
-    cand: Callable[[], object], base: Callable[[], object], iterations: int
+    cand: Callable[[], object],
+    base: Callable[[], object],
+    iterations: int,
+    *,
+    before: Callable[[], object] | None = None,
 ) -> tuple[Summary, Summary]:
     """Time `cand` and `base` alternately (who goes first flips each round), after a
-    warm-up; returns their summaries in seconds."""
+    warm-up; returns their summaries in seconds. `before`, when given, runs untimed before
+    each timed call of either side: what a real call's code finds the caches left in."""
     for _ in range(_warmup(iterations)):
         cand()
         base()
@@ -192,6 +197,8 @@ def paired(
     clock = time.perf_counter_ns
     for i in range(iterations):
         for fn, out in ((cand, c), (base, b)) if i % 2 == 0 else ((base, b), (cand, c)):
+            if before is not None:
+                before()
             t0 = clock()
             fn()
             out.append((clock() - t0) * 1e-9)
