@@ -19,18 +19,23 @@ a word in more than `Cut.common_share` of the set adds little to any score and m
 the search's cost; the ranker still counts it in every passage it reads.
 
 The sizes were chosen with `bench/run firstcut` over git's and PostgreSQL's manuals: the
-smallest that keep page and evidence recall at 2,000, 6,000 and 16,000 tokens as ranking
-every passage has them, the same handoffs, and every offline answer from the same article
-(bench/RESULTS.md).
+smallest that keep page and evidence recall at 2,000 and 6,000 tokens as ranking every
+passage has them, the same handoffs, and every offline answer from the same article
+(bench/RESULTS.md). A larger prompt holds more articles' passages than a cut of a fixed
+size leaves it to choose from (at 16,000 tokens PostgreSQL's held-out questions lost a page
+that ranking every passage finds), so the cut grows with the budget (`Cut.within`): as
+many articles kept per token of prompt as at the default budget, never fewer than the
+sizes above.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from gateway.knowledge.rank import HEADING_WEIGHT
 from gateway.knowledge.sqlite import sqlite3
-from gateway.record import record
+from gateway.record import record, replace
 
 
 @record
@@ -44,11 +49,27 @@ class Cut:
     # for (but still counted); the `searched_at_least` rarest always are.
     common_share: float = 1 / 8
     searched_at_least: int = 2
+    # The prompt's tokens per article kept, at least: the sizes above keep 150 articles
+    # for the default budget's 6,000 tokens (`articles.max_tokens`), 40 tokens each.
+    tokens_per_article: int = 40
 
     @property
     def articles(self) -> int:
         """At most how many articles it keeps: a set of no more is ranked whole."""
         return self.by_passage + self.by_article + self.by_title
+
+    def within(self, budget: int | None) -> Cut:
+        """The cut for a prompt of `budget` tokens (None: this one): each size grown by
+        the budget over `tokens_per_article` a kept article, where that is more."""
+        if budget is None or budget <= self.articles * self.tokens_per_article:
+            return self
+        scale = budget / (self.articles * self.tokens_per_article)
+        return replace(
+            self,
+            by_passage=math.ceil(self.by_passage * scale),
+            by_article=math.ceil(self.by_article * scale),
+            by_title=math.ceil(self.by_title * scale),
+        )
 
     def searched(self, df: Mapping[str, int], units: int) -> list[str]:
         """The words searched for: the known ones at most `common_share` of the set

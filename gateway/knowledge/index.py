@@ -73,7 +73,11 @@ class Index(Protocol):
 
     def size(self) -> SetSize: ...
 
-    def hits(self, terms: Sequence[str]) -> Hits: ...
+    def hits(self, terms: Sequence[str], budget: int | None = None) -> Hits:
+        """The counts of `terms` in the passages holding one. `budget`: the tokens of
+        the prompt they are ranked for (None: no prompt's), which an index that counts
+        only a first cut of a large set's articles grows its cut by."""
+        ...
 
     def fetch(self, keys: Sequence[PassageKey]) -> list[Source]:
         """The passages at `keys`, in that order, with their text (score left None)."""
@@ -144,7 +148,7 @@ class MemoryIndex:
             position += len(part)
         return "".join(parts)
 
-    def hits(self, terms: Sequence[str]) -> Hits:
+    def hits(self, terms: Sequence[str], budget: int | None = None) -> Hits:
         passages = self._passages
         if self._corpus is None:
             self._corpus = self._layout()

@@ -69,15 +69,16 @@ def _bm25(tf: Mapping[str, int], length: float, average: float, idf: Mapping[str
     return sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in tf)
 
 
-def rank(question: str | Query, index: Index) -> list[Ranked]:
-    """Every passage holding a word of the question, best first. A `Query` weighs its
-    terms (a chat's earlier turns count less than its current message): each term's idf
-    is multiplied by its weight, in the scores and in the coverage alike."""
+def rank(question: str | Query, index: Index, budget: int | None = None) -> list[Ranked]:
+    """Every passage holding a word of the question, best first (`budget`: the prompt's
+    tokens they are ranked for, `Index.hits`). A `Query` weighs its terms (a chat's
+    earlier turns count less than its current message): each term's idf is multiplied by
+    its weight, in the scores and in the coverage alike."""
     emphasis = as_query(question).weights()
     terms = list(emphasis)
     if not terms:
         return []
-    hits = index.hits(terms)
+    hits = index.hits(terms, budget)
     n, df = hits.units, hits.df
     idf = {
         t: emphasis[t] * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if df[t] else 0.0

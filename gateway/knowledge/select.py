@@ -66,7 +66,7 @@ def best_within(question: str | Query, index: Index, budget: int) -> Selection:
     """The best passages for `question` that fit in `budget` tokens together."""
     from gateway.knowledge.rank import rank
 
-    chosen = _within(rank(question, index), budget)
+    chosen = _within(rank(question, index, budget), budget)
     # Only the chosen passages' text is read, in one go.
     sources = index.fetch([found.key for found in chosen])
     scored = [_scored(s, f.score, f.coverage) for s, f in zip(sources, chosen, strict=True)]

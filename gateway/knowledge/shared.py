@@ -28,9 +28,9 @@ class Shared:
         with self._lock:
             return self._inner.size()
 
-    def hits(self, terms: Sequence[str]) -> Hits:
+    def hits(self, terms: Sequence[str], budget: int | None = None) -> Hits:
         with self._lock:
-            return self._inner.hits(terms)
+            return self._inner.hits(terms, budget)
 
     def fetch(self, keys: Sequence[PassageKey]) -> list[Source]:
         with self._lock:

@@ -360,9 +360,9 @@ class SqliteIndex:
     def size(self) -> SetSize:
         return SetSize(len(self._ids), schema.totals(self._db)["tokens"])
 
-    def hits(self, words: Sequence[str]) -> Hits:
-        """The counts of `words` in the articles the first cut chooses (`cut`): every one
-        when the set has no more than the cut takes."""
+    def hits(self, words: Sequence[str], budget: int | None = None) -> Hits:
+        """The counts of `words` in the articles the first cut chooses (`cut`, grown for
+        a prompt of `budget` tokens): every one when the set has no more than it takes."""
         db = self._db
         marks = ", ".join("?" for _ in words)
         (passages,) = db.execute("SELECT count(*) FROM passages").fetchone()
@@ -375,7 +375,7 @@ class SqliteIndex:
                 f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", list(words)
             ):
                 found.df[term] += docs
-        first = self.cut
+        first = None if self.cut is None else self.cut.within(budget)
         if first is None or len(self._ids) <= first.articles:
             files = list(self._ids)
         else:

@@ -11,6 +11,7 @@ import pytest
 from gateway.knowledge import cut
 from gateway.knowledge.files import discover
 from gateway.knowledge.rank import rank
+from gateway.knowledge.select import best_within
 from gateway.knowledge.store import SqliteIndex
 from tests.support.helpcentre import age
 
@@ -79,6 +80,42 @@ def test_a_set_no_larger_than_the_cut_keeps_is_ranked_whole(tmp_path: Path) -> N
     index.cut = None
     assert with_cut == index.hits(words)
     index.close()
+
+
+def test_a_large_budget_reaches_an_answer_further_down_than_the_default_cut_keeps(
+    tmp_path: Path,
+) -> None:
+    # 120 short notes mention the word, each more to the point by BM25 than the one long
+    # section that answers (and together about 8,000 tokens): the default cut keeps the
+    # notes and not the answer, which a 16,000-token prompt has room for after them.
+    write_manual(tmp_path / "kb", 300)
+    rng = random.Random(5)
+    for number in range(120):
+        words = " ".join(rng.choices(VOCABULARY, k=40))
+        age(tmp_path / "kb" / f"note-{number:03d}.html",
+            f"<html><body><h1>Note {number}</h1><p>{words} zorblat.</p></body></html>")  # fmt: skip
+    answer = " ".join(rng.choices(VOCABULARY, k=150))
+    age(tmp_path / "kb" / "dial.html",
+        f"<html><body><h1>The dial</h1><p>{answer} A zorblat is set by turning the dial "
+        "back to zero.</p></body></html>")  # fmt: skip
+    index = opened(tmp_path / "kb")
+    assert index.size().articles > cut.DEFAULT.within(16_000).articles  # the cut applies
+    question = "What is a zorblat?"
+
+    def answered(budget: int) -> bool:
+        sources = best_within(question, index, budget).sources
+        return any("turning the dial" in s.text for s in sources)
+
+    assert answered(16_000)
+    assert not answered(6_000)  # its prompt is full of the notes
+    index.close()
+
+
+def test_the_cut_grows_with_the_budget_and_never_below_its_sizes() -> None:
+    first = cut.DEFAULT
+    assert first.within(None) == first.within(2_000) == first.within(6_000) == first
+    assert first.within(16_000).articles >= first.articles * 16_000 / 6_000
+    assert first.within(12_000).by_title == 2 * first.by_title
 
 
 def test_a_word_that_reads_as_a_search_operator_is_searched_as_a_word(tmp_path: Path) -> None:
