@@ -29,13 +29,13 @@ STOPS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 @contextlib.contextmanager
-def stops_blocked() -> Iterator[None]:
-    """Block the stop signals in this thread for the block's length: every thread started
-    in it inherits the mask from its first instruction (set in the thread itself, a signal
-    could reach it before that line ran). A signal that comes meanwhile waits, and is this
-    thread's once its mask is restored. A process started in it inherits the mask too:
-    start none here that should take the stop signals."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+def stops_blocked(stops: frozenset[int] = STOPS) -> Iterator[None]:
+    """Block the stop signals (`stops`) in this thread for the block's length: every thread
+    started in it inherits the mask from its first instruction (set in the thread itself, a
+    signal could reach it before that line ran). A signal that comes meanwhile waits, and is
+    this thread's once its mask is restored. A process started in it inherits the mask too:
+    start none here that should take those signals."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     try:
         yield
     finally:

@@ -189,10 +189,30 @@ def start_early(files: Sequence[Found]) -> None:
     large set): it imports the reader while this process creates the index, instead of
     after (its start, about a tenth of a second, is otherwise time one core idles)."""
     if _workers(files) > 1:
-        from multiprocessing import forkserver
+        _serving()
 
-        _context()
+
+def _serving() -> Any:
+    """The pool's context, its fork server running: started, if it is not, with a Ctrl-C
+    (SIGINT) blocked, which the server and the workers it forks inherit and keep. A
+    terminal's Ctrl-C reaches the whole process group; taken by the server while it
+    imports the reader, or by a worker (Python's KeyboardInterrupt), it printed a
+    traceback, and a worker it ended while it held a queue's lock left the others waiting
+    on that lock and the index's stop on them for ever. This process alone stops the pool
+    on a Ctrl-C (`_pooled`). TERM and HUP still end the server and the workers, silently
+    (no Python handler: they die), as the process group they were sent to."""
+    import signal
+    from multiprocessing import forkserver, resource_tracker
+
+    from gateway.clock import stops_blocked
+
+    context = _context()
+    # The server starts the resource tracker first, unless it runs: its start blocks
+    # SIGINT and TERM around its spawn, then unblocks both, whatever the mask was before.
+    resource_tracker.ensure_running()
+    with stops_blocked(frozenset({signal.SIGINT})):
         forkserver.ensure_running()
+    return context
 
 
 def _read_batch(paths: Sequence[str], html: Reader) -> list[Prepared]:
@@ -204,31 +224,34 @@ def _read_batch(paths: Sequence[str], html: Reader) -> list[Prepared]:
 
 def _pooled(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepared]:
     from concurrent.futures import Future, ProcessPoolExecutor
-    from multiprocessing import forkserver
 
     from gateway.clock import stops_blocked
 
     batches = [paths[i : i + BATCH] for i in range(0, len(paths), BATCH)]
-    context = _context()
     # Started before any submit: the server would inherit the mask `stops_blocked` sets
     # there, and its workers with it (they are forked from it, not from this process).
-    forkserver.ensure_running()
+    context = _serving()
     pending: deque[Future[list[Prepared]]] = deque()
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        try:
-            for batch in batches:
-                # The first submit starts the pool's manager thread (and it the queue's
-                # feeder): they must not take a stop signal (gateway.clock).
-                # The first `workers` start a process through the fork server: a stop
-                # taken between its connect and its message, which the server reads as
-                # an EOF, would end the server with a traceback on stderr. A stop that
-                # comes in a submit waits for its end.
-                with stops_blocked():
-                    pending.append(pool.submit(_read_batch, batch, html))
-                if len(pending) >= workers * WINDOW:
-                    yield from pending.popleft().result()
-            while pending:
+    pool = ProcessPoolExecutor(workers, mp_context=context)
+    try:
+        for batch in batches:
+            # The first submit starts the pool's manager thread (and it the queue's
+            # feeder): they must not take a stop signal (gateway.clock).
+            # The first `workers` start a process through the fork server: a stop taken
+            # between its connect and its message, which the server reads as an EOF,
+            # would end the server with a traceback on stderr. A stop that comes in a
+            # submit waits for its end.
+            with stops_blocked():
+                pending.append(pool.submit(_read_batch, batch, html))
+            if len(pending) >= workers * WINDOW:
                 yield from pending.popleft().result()
-        finally:
-            for future in pending:  # the caller stopped early (an error, ^C): stop too
-                future.cancel()
+        while pending:
+            yield from pending.popleft().result()
+    finally:
+        # The caller stopped early (an error, a stop) or not: the batches not yet started
+        # are cancelled by the pool's manager thread, not here. It completes the futures
+        # it holds, and one it found cancelled under it (this thread's cancel while it
+        # marked them failed: a worker ended by the TERM or HUP sent to the group) was
+        # an InvalidStateError traceback from that thread. The batches being read are
+        # waited for (a few pages each), then the workers end.
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -9,6 +9,7 @@ The providers are one server on 127.0.0.1: OpenAI (primary) answers 429, Anthrop
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -61,7 +62,10 @@ def environment(workdir: Path) -> dict[str, str]:
     return {**support_ask_env(workdir), "XDG_CACHE_HOME": str(workdir / "xdg")}
 
 
-def start(workdir: Path, *args: str, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
+def start(
+    workdir: Path, *args: str, stdin: int = subprocess.DEVNULL, group: bool = False
+) -> subprocess.Popen[str]:
+    """`group`: the run leads a process group of its own, as a terminal's job does."""
     return subprocess.Popen(
         [sys.executable, "-m", "cli", *args],
         cwd=workdir,
@@ -70,6 +74,7 @@ def start(workdir: Path, *args: str, stdin: int = subprocess.DEVNULL) -> subproc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=group,
     )
 
 
@@ -174,18 +179,23 @@ def test_a_signal_sent_while_the_run_was_stopped_stops_it_once_continued(
     assert json.loads(out)["error"]["kind"] == "interrupted"
 
 
+def pooled_centre(root: Path) -> None:
+    """A help centre a first index reads in a pool (gateway.knowledge.reading)."""
+    pages = write_centre(root / "part0", 40, sections=12)
+    for copy in range(1, 6):  # five times as many files at little cost: the pool's size
+        for page in pages:
+            folder = root / f"copy{copy}" / page.parent.name
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copy(page, folder)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
 def test_a_ctrl_c_during_a_first_index_read_in_a_pool_stops_it_at_once(tmp_path: Path) -> None:
     """The reading pool's own threads (gateway.knowledge.reading) block the stop signals
     as the tool's do: sent while the process was stopped, the Ctrl-C is the main thread's,
     which stops the index with the README's code."""
-    pages = write_centre(tmp_path / "kb" / "part0", 40, sections=12)
-    for copy in range(1, 6):  # five times as many files at little cost: the pool's size
-        for page in pages:
-            folder = tmp_path / "kb" / f"copy{copy}" / page.parent.name
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.copy(page, folder)
+    pooled_centre(tmp_path / "kb")
     proc = start(tmp_path, "index", "kb")
     stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
@@ -213,6 +223,75 @@ def test_a_ctrl_c_during_a_first_index_read_in_a_pool_stops_it_at_once(tmp_path:
     assert proc.returncode == 130, err
     assert time.monotonic() - asked < 15  # the slack a loaded machine needs
     assert "interrupted (Ctrl-C)" in err and "Traceback" not in err
+
+
+class Group:
+    """The processes of the process group a run leads, as /proc says: the pool's fork
+    server (the run's child that serves forks), the workers it forked, their CPU time."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+
+    def members(self) -> dict[int, tuple[int, str, int]]:
+        """Each member but the leader: its parent, command line, and CPU time in ticks."""
+        out = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or entry.name == str(self.leader):
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                command = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:  # ended meanwhile
+                continue
+            if int(fields[2]) == self.leader and fields[0] != "Z":  # in its group, not ended
+                out[int(entry.name)] = (int(fields[1]), command, int(fields[11]) + int(fields[12]))
+        return out
+
+    def workers(self) -> list[int]:
+        """The workers' CPU times (empty before the fork server has forked one)."""
+        members = self.members()
+        server = [pid for pid, (_, command, _) in members.items() if "forkserver" in command]
+        return [cpu for parent, _, cpu in members.values() if parent in server]
+
+
+# When the Ctrl-C comes: once the fork server's workers are forked (they wait for a first
+# batch), once one has read for 50 ms. (Sent as the server starts, it comes while this
+# process creates the index, which reads it as an index it cannot keep: another matter.)
+STAGES = {
+    "workers": lambda group: bool(group.workers()),
+    "reading": lambda group: any(cpu >= 5 for cpu in group.workers()),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_ctrl_c_to_a_first_indexs_process_group_stops_it_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """A terminal's Ctrl-C is sent to the whole process group: the index's process and
+    its pool's, which took it as a KeyboardInterrupt each (a traceback from the fork
+    server importing the reader, or from a worker waiting for its batch, and a worker it
+    ended holding a queue's lock left the index waiting for ever), and a pool made
+    broken so had its manager thread fail futures this process had cancelled (an
+    InvalidStateError traceback). The pool's processes leave the Ctrl-C to this one,
+    which stops them; then none of the group is left."""
+    pooled_centre(tmp_path / "kb")
+    for stage, reached in [*STAGES.items()] * 4:
+        shutil.rmtree(tmp_path / "xdg", ignore_errors=True)  # a first index each time
+        proc = start(tmp_path, "index", "kb", group=True)
+        group = Group(proc.pid)
+        deadline = time.monotonic() + END
+        while not reached(group):
+            assert proc.poll() is None and time.monotonic() < deadline, (stage, finish(proc))
+            time.sleep(0.002)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = finish(proc)
+
+        assert proc.returncode == 130, (stage, err)
+        assert "interrupted (Ctrl-C)" in err and "Traceback" not in err, (stage, err)
+        while group.members():  # the fork server ends once this process has
+            assert time.monotonic() < deadline, (stage, group.members())
+            time.sleep(0.01)
 
 
 @pytest.mark.slow
