@@ -9,9 +9,11 @@ MODE is `whole` or `stream`. Only APIs both trees share are used.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
+from typing import Any
 
 
 def main(root: str, base_url: str, n: int, mode: str) -> None:
@@ -26,10 +28,13 @@ def main(root: str, base_url: str, n: int, mode: str) -> None:
     from gateway.model import ProviderKind, Request
     from gateway.providers import build_provider
 
+    store: Any
     try:
         from gateway.state.memory import MemoryStore
-    except ImportError:  # the tree before gateway/state/
-        from gateway.cooldown import MemoryStore  # type: ignore[no-redef]
+
+        store = MemoryStore()
+    except ImportError:  # the tree before gateway/state/, which this tree's mypy cannot see
+        store = importlib.import_module("gateway.cooldown").MemoryStore()
 
     loaded = sys.modules["gateway"].__file__ or ""
     if not loaded.startswith(root):
@@ -54,7 +59,7 @@ def main(root: str, base_url: str, n: int, mode: str) -> None:
     engine = Engine(
         config,
         providers=providers,  # type: ignore[arg-type]
-        store=MemoryStore(),
+        store=store,
         clock=clock,
         sleeper=clock,
         rng=clock,

@@ -9,7 +9,8 @@ import statistics
 import sys
 import time
 
-from bench.inproc import ANSWER, _config, _engine, _InMemoryProvider, _request
+from bench.inproc import _config, _engine, _InMemoryProvider, _request
+from bench.loopback import ANSWER
 
 
 def main() -> None:

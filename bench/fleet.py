@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from bench.context import Context
 from bench.stats import Measure, Row, Target, Unit
@@ -215,7 +216,7 @@ def _home(home: Path, config: str) -> dict[str, str]:
 
 def _fleet(
     candidate: Candidate, folder: Path, configs: list[str], processes: int, seconds: float
-) -> list[dict[str, object]]:
+) -> list[dict[str, Any]]:
     """`processes` runs of `support-ask batch` from the candidate's tree, spread over one
     home per config, each `JOBS` questions at once, stopped (SIGTERM: what is in flight
     finishes) after `seconds`; every question's record."""
@@ -237,7 +238,7 @@ def _fleet(
     time.sleep(seconds)
     for proc, _ in runs:
         proc.terminate()
-    records: list[dict[str, object]] = []
+    records: list[dict[str, Any]] = []
     for proc, out in runs:
         proc.wait(timeout=60)
         lines = out.read_text().splitlines() if out.exists() else []
@@ -276,7 +277,7 @@ def _run(
     seconds: float,
     *,
     failing: bool,
-) -> tuple[Provider, list[dict[str, object]]]:
+) -> tuple[Provider, list[dict[str, Any]]]:
     provider = Provider(fail_share=FAIL_SHARE if failing else 0.0)
     slug = candidate.name.replace(" ", "-")
     prefix = f"{'retries' if failing else 'quota'}-{slug}"
@@ -346,12 +347,7 @@ def _retry_rows(ctx: Context, old: Candidate, redis: str, procs: int, secs: floa
     figures: dict[str, tuple[float, float, int]] = {}
     for candidate in (new, old):
         provider, out = _run(ctx, candidate, redis, procs, secs, failing=True)
-        retries = sum(
-            1
-            for q in out
-            for a in q.get("attempts", [])  # type: ignore[attr-defined]
-            if a.get("decision") == "retry"
-        )
+        retries = sum(1 for q in out for a in q.get("attempts", []) if a.get("decision") == "retry")
         answered = sum(1 for q in out if q.get("status") == "answered")
         figures[candidate.name] = (
             retries / max(1, provider.requests),

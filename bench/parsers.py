@@ -194,7 +194,8 @@ def _imports(ctx: Context, present: list[str], env: dict[str, str]) -> list[Row]
 
 def _installed(name: str) -> float:
     files = importlib.metadata.files(name) or []
-    return float(sum(f.locate().stat().st_size for f in files if f.locate().is_file()))
+    located = [Path(f.locate()) for f in files]
+    return float(sum(p.stat().st_size for p in located if p.is_file()))
 
 
 if __name__ == "__main__":

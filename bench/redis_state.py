@@ -129,7 +129,8 @@ def _stores(ctx: Context, url: str) -> tuple[Any, Any]:
 
 
 def _round_trips(server: _Server) -> Row:
-    from bench.inproc import ANSWER, _config, _engine, _InMemoryProvider
+    from bench.inproc import _config, _engine, _InMemoryProvider
+    from bench.loopback import ANSWER
     from gateway.config.location import RedisURL
     from gateway.model import Reply, Request
     from gateway.state.redis import RedisStore
@@ -193,14 +194,13 @@ def _contention(ctx: Context, server: _Server) -> list[Row]:
     ]  # fmt: skip
     wall, lines = together(argvs, cwd=ROOT, what="Redis")
     reports = [json.loads(line) for line in lines]
-    final = {}
+    final: dict[int, float | None] = {}
     for i in range(s.state_procs):
         raw = server.client.get(f"support-ask:cool:w{i:02d}")
         final[i] = None if raw is None else json.loads(raw)["until"]
     missing = sum(
-        1
-        for i in range(s.state_procs)
-        if final[i] is None or abs(final[i] - (base + i / 1000 + s.state_updates - 1)) > 1e-3
+        until is None or abs(until - (base + i / 1000 + s.state_updates - 1)) > 1e-3
+        for i, until in final.items()
     )
     fell_back = sum(1 for r in reports if r["warnings"])
     lost = missing + sum(r["lost"] for r in reports) + fell_back

@@ -128,9 +128,10 @@ def _judge(docset: DocSet, ctx: Context, embed: Callable[[list[str]], Any]) -> l
         def z(x: Any) -> Any:
             return (x - x.mean()) / (x.std() + 1e-9)
 
-        on = [rel(passages[int(np.argmax(x))].path) in answers
-              for x in (score, cosine, z(score) + z(cosine))]  # fmt: skip
-        judged.append(Judged(bool(answers), held, *on, cover, float(cosine.max())))
+        by_score, by_cosine, by_both = (rel(passages[int(np.argmax(x))].path) in answers
+                                        for x in (score, cosine, z(score) + z(cosine)))  # fmt: skip
+        judged.append(Judged(bool(answers), held, by_score, by_cosine, by_both, cover,
+                             float(cosine.max())))  # fmt: skip
     return judged
 
 
@@ -144,8 +145,8 @@ def _floor(tuning: Sequence[Judged], signal: Callable[[Judged], float]) -> float
 def _rows(name: str, judged: list[Judged]) -> list[Row]:
     rows = []
     group = f"{GROUP}, {name}"
-    for label, held in (("held-out", True), ("tuning", False)):
-        part = [j for j in judged if j.held is held and j.answerable]
+    for label, half in (("held-out", True), ("tuning", False)):
+        part = [j for j in judged if j.held is half and j.answerable]
         for choice, got in (("ranker's score (today)", lambda j: j.by_score),
                             ("cosine", lambda j: j.by_cosine),
                             ("score + cosine", lambda j: j.by_both)):  # fmt: skip
