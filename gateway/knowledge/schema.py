@@ -11,7 +11,11 @@ help centre: every file's identity (is it still as it was read?) and the set's t
 (BM25's average length, the budget's check). A file's row holds its article's whole text,
 so scanning the table reads the set; `files_seen` holds only the identities (a scan of it
 costs about a sixth of the table's over PostgreSQL's manual), and the totals are counted
-once per update that changes the set (`keep_totals`), not once per question.
+once per update that changes the set (`keep_totals`), not once per question. A question
+also reads the lengths and kinds of the articles it ranks: `files_facts` holds them, as
+they sit behind the article's text in its row (SQLite reads every page of that text to reach
+them). And the store keeps in meta what the walk found when the index was last made whole
+(`store.WALKED`), so a question whose walk finds the same compares it once, not per file.
 """
 
 from __future__ import annotations
@@ -19,11 +23,14 @@ from __future__ import annotations
 from gateway.knowledge.sqlite import sqlite3
 
 # 3: each file keeps its article's stated public url; 4: and its page kind; 5: the set's
-# totals kept in meta, and the files' identities in an index of their own.
-FORMAT = "5"
+# totals kept in meta, and the files' identities in an index of their own; 6: the
+# articles' lengths and kinds in an index of their own, and the walk kept in meta (an
+# older version, which would change the files and leave the walk as it was, rebuilds a
+# format it does not know).
+FORMAT = "6"
 # The formats an index is brought up to date from in place (`_migrate`); any other is
 # rebuilt.
-_MIGRATES = {"3", "4"}
+_MIGRATES = {"3", "4", "5"}
 # The set's totals, as `keep_totals` counts them: articles (readable files), their words
 # and estimated tokens added up.
 TOTALS = ("articles", "words", "tokens")
@@ -37,6 +44,7 @@ CREATE TABLE passages(
     id INTEGER PRIMARY KEY, file INT NOT NULL, number INT, heading TEXT, hstart INT,
     hend INT, start INT, "end" INT, words INT, first INT, tokens INT);
 CREATE INDEX files_seen ON files(path, size, mtime_ns, inode, problem);
+CREATE INDEX files_facts ON files(id, words, kind);
 CREATE INDEX passages_file ON passages(file, number);
 CREATE VIRTUAL TABLE terms USING fts5(heading, body, tokenize='unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, instance);
@@ -116,13 +124,15 @@ def _migrate(db: sqlite3.Connection) -> None:
     caller's transaction. From 3: a page's kind is read from its markup, which the index
     does not keep, so every file is marked unsettled (as one changed while it was read)
     and the refresh that follows every opening reads it again; until then it ranks as an
-    article, as before. From 4: the identities' index made and the totals counted."""
+    article, as before. From 4: the identities' index made and the totals counted. From
+    5: the facts' index made (the walk is kept by the next refresh)."""
     if _format(db) == "3":
         db.execute("ALTER TABLE files ADD COLUMN kind TEXT")
         db.execute("UPDATE files SET mtime_ns = -1")
     db.execute(
         "CREATE INDEX IF NOT EXISTS files_seen ON files(path, size, mtime_ns, inode, problem)"
     )
+    db.execute("CREATE INDEX IF NOT EXISTS files_facts ON files(id, words, kind)")
     keep_totals(db)
     db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (FORMAT,))
 

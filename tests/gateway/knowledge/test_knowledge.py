@@ -282,6 +282,8 @@ def test_an_index_of_the_previous_format_is_kept_without_reading_a_file(tmp_path
     # As format 4 left it: no totals kept, no index of the files' identities.
     with sqlite3.connect(path) as db:
         db.execute("DROP INDEX files_seen")
+        db.execute("DROP INDEX files_facts")
+        db.execute("DELETE FROM meta WHERE key IN ('walked', 'arranged')")
         db.execute("DELETE FROM meta WHERE key IN ('articles', 'words', 'tokens')")
         db.execute("UPDATE meta SET value = '4' WHERE key = 'format'")
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
@@ -308,6 +310,91 @@ def test_a_file_changed_within_the_same_tick_is_read_again(tmp_path: Path) -> No
         index.now_ns = lambda: then + 150_000_000
         assert fresh(index, root).read == 1  # settled this time
         assert fresh(index, root).read == 0
+
+
+def compares_no_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a refresh that compares the files one by one fail the test."""
+
+    def seen(index: SqliteIndex) -> object:
+        raise AssertionError("the files were compared one by one")
+
+    monkeypatch.setattr(SqliteIndex, "_seen", seen)
+
+
+def test_a_file_edited_in_place_is_seen_by_the_question_after_an_unchanged_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/help-centre.md's promise, with the walk kept: a question whose walk finds every
+    # file as it was compares it once; the next edit is still read.
+    root = big(tmp_path)
+    path = store.index_path(tmp_path / "cache", [root])
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 30
+    with monkeypatch.context() as patched:
+        compares_no_file(patched)
+        with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+            unchanged = fresh(index, root)
+            assert (unchanged.read, unchanged.unchanged) == (0, 30)
+            assert not rank("zebra crossings", index)
+    page = root / "part3" / "page-00003.html"
+    age(page, page.read_text().replace("</body>", "<p>Zebra crossings are ours.</p></body>"))
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 1
+        assert index.fetch([rank("zebra crossings", index)[0].key])[0].path == str(page)
+    (root / "part4" / "page-00004.html").unlink()
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        gone = fresh(index, root)
+        assert (gone.read, gone.removed, index.size().articles) == (0, 1, 29)
+    question = "zebra crossings kalomi guide"
+    with SqliteIndex.open(None, [root], warn=pytest.fail) as rebuilt:
+        fresh(rebuilt, root)
+        expected = [rebuilt.fetch([r.key])[0].path for r in rank(question, rebuilt)]
+    compares_no_file(monkeypatch)
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 0
+        assert [index.fetch([r.key])[0].path for r in rank(question, index)] == expected
+
+
+def test_a_skipped_file_is_warned_about_on_every_question_with_the_walk_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = big(tmp_path)
+    age(root / "binary.md", "")
+    (root / "binary.md").write_bytes(b"PK\x03\x04\x00\x00zip inside")
+    age(root / "binary.md")
+    warning = f"skipped {root / 'binary.md'}: not a text file (binary)"
+    index, said = open_it([root])
+    index.close()
+    assert said == [warning]
+    compares_no_file(monkeypatch)
+    for _ in range(2):
+        index, said = open_it([root])
+        assert isinstance(index, SqliteIndex) and index.size().articles == 30
+        index.close()
+        assert said == [warning]
+
+
+def test_an_index_of_format_5_keeps_its_walk_without_reading_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = big(tmp_path)
+    path = store.index_path(tmp_path / "cache", [root])
+    question = "How do I reset my password?"
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        fresh(index, root)
+        size, ranked = index.size(), rank(question, index)
+    # As format 5 left it: no index of the articles' facts, no walk kept.
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX files_facts")
+        db.execute("DELETE FROM meta WHERE key IN ('walked', 'arranged')")
+        db.execute("UPDATE meta SET value = '5' WHERE key = 'format'")
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 0
+        assert (index.size(), rank(question, index)) == (size, ranked)
+    compares_no_file(monkeypatch)
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 0
+        assert (index.size(), rank(question, index)) == (size, ranked)
 
 
 def test_a_corrupt_index_is_rebuilt_with_a_warning_and_the_question_answered(

@@ -147,6 +147,8 @@ def test_an_index_of_the_previous_format_is_brought_up_to_date_in_place(tmp_path
         index.refresh(discover([root])[0])
     # As the previous release left it: no kind column, format 3.
     with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX files_facts")
+        db.execute("DELETE FROM meta WHERE key IN ('walked', 'arranged')")
         db.execute("ALTER TABLE files DROP COLUMN kind")
         db.execute("UPDATE meta SET value = '3' WHERE key = 'format'")
     said: list[str] = []
