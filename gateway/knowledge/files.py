@@ -77,6 +77,10 @@ def _size(n: int) -> str:
     return f"{n / MB:,.1f} MB" if n >= MB // 10 else f"{n:,} bytes"
 
 
+# A file found made as the tuple it is: `Found`'s own constructor is a Python function,
+# called once per file of every question over a kept index.
+_tuple = tuple.__new__
+
 # The errors that make `Path.is_file` say False (a dangling symlink, a loop): such a file
 # is "not a regular file"; any other error is reported as it is.
 _GONE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
@@ -125,7 +129,7 @@ class _Walk:
             return
         self.total += size
         found = self.found
-        found.append(Found(path, size, info.st_mtime_ns, info.st_dev, info.st_ino))
+        found.append(_tuple(Found, (path, size, info.st_mtime_ns, info.st_dev, info.st_ino)))
         if len(found) > limits.max_set_files or self.total > limits.max_set_bytes:
             self._over()
 

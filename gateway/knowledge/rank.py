@@ -51,6 +51,9 @@ UNKNOWN_WEIGHT = 3
 # A navigation page's passages score this share of what they would; chosen on the tuning
 # half of bench/run offline's questions (bench/RESULTS.md).
 NAVIGATION_WEIGHT = 0.5
+# A ranked passage made as the tuple it is: `Ranked`'s own constructor is a Python function,
+# called once per passage hit (thousands a question over a large help centre).
+_tuple = tuple.__new__
 
 
 class Ranked(NamedTuple):
@@ -114,11 +117,12 @@ def rank(question: str | Query, index: Index, budget: int | None = None) -> list
     heading_norm = K1  # a heading is scored as a one-word document of average length
     empty: dict[str, int] = {}
     place = {term: number for number, term in enumerate(weights)}
-    navigation = hits.navigation
+    navigation, title_of = hits.navigation, hits.title
+    heading_weight = HEADING_WEIGHT
     ranked = []
     for key, facts in hits.facts.items():
         article = key[0]
-        title = hits.title.get(article, empty)
+        title = title_of.get(article, empty)
         body = body_of.get(key, empty)
         heading = heading_of.get(key, empty)
         norm = no_norm + per_word * facts.words
@@ -141,7 +145,7 @@ def rank(question: str | Query, index: Index, budget: int | None = None) -> list
                 score += idf[term] * tf * saturation / (tf + norm)
             if in_heading:
                 score += (
-                    HEADING_WEIGHT
+                    heading_weight
                     * idf[term]
                     * in_heading
                     * saturation
@@ -149,8 +153,10 @@ def rank(question: str | Query, index: Index, budget: int | None = None) -> list
                 )
             held += weights[term]
         if article in navigation:
-            ranked.append(Ranked(key, score * NAVIGATION_WEIGHT, held / total, facts.tokens, True))
+            ranked.append(
+                _tuple(Ranked, (key, score * NAVIGATION_WEIGHT, held / total, facts.tokens, True))
+            )
         else:
-            ranked.append(Ranked(key, score, held / total, facts.tokens))
+            ranked.append(_tuple(Ranked, (key, score, held / total, facts.tokens, False)))
     ranked.sort(key=lambda r: (-r.score, r.key))
     return ranked
