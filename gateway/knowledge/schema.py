@@ -15,7 +15,7 @@ once per update that changes the set (`keep_totals`), not once per question. A q
 also reads the lengths and kinds of the articles it ranks: `files_facts` holds them, as
 they sit behind the article's text in its row (SQLite reads every page of that text to reach
 them). And the store keeps in meta what the walk found when the index was last made whole
-(`store.WALKED`), so a question whose walk finds the same compares it once, not per file.
+(`kept`), so a question whose walk finds the same compares it once, not per file.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ kept here, within the articles the cut keeps.
 
 Freshness: each file's size, mtime and inode are kept; a refresh re-reads only the files
 whose values differ, and drops the ones gone. What the walk found when the index was last
-made whole for it is kept too (`WALKED`), so a walk that finds every file as it was (every
+made whole for it is kept too (`kept`), so a walk that finds every file as it was (every
 question's, mostly) is compared with it once, not file by file. A file changed less than a
 timestamp tick before it was read is stored as unsettled and read again next time (an edit
 within the same tick would otherwise keep every value). Concurrency: every update is one
@@ -28,16 +28,16 @@ caller reads the articles into a `MemoryIndex` instead.
 from __future__ import annotations
 
 import contextlib
-import marshal
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.knowledge import cut, schema
+from gateway.knowledge import cut, kept, schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
+from gateway.knowledge.kept import Seen
 from gateway.knowledge.sqlite import sqlite3
 from gateway.model import Article, PageKind, Source
 from gateway.record import record
@@ -63,14 +63,9 @@ _SETTLE_FINE_NS = 100_000_000
 _SETTLE_COARSE_NS = 2_000_000_000
 _WAIT_S = 60.0  # how long to wait for another process's update before giving up on it
 Warn = Callable[[str], None]
-# A file's row as a refresh compares it: id, path, size, mtime_ns, inode, problem.
-Seen = tuple[int, str, int, int, int, str | None]
 # A passage's facts made as the tuple they are: a NamedTuple's own constructor is a Python
 # function, called once per passage hit (thousands a question over a large help centre).
 _tuple = tuple.__new__
-# meta's keys for the walk the index was last made whole for (`_walked`), and the articles'
-# ids in its order with the warnings for the files skipped (`_arrangement`).
-WALKED = ("walked", "arranged")
 
 
 class IndexUnavailable(Exception):
@@ -239,10 +234,10 @@ class SqliteIndex:
         """Bring the index up to the files `found` now: read the new and changed ones,
         drop the gone ones. Raises `IndexBusy` if another process holds it too long."""
         started = time.monotonic()
-        walked = _walked(found)
-        kept = self._kept(walked)
-        if kept is not None:  # every file as it was when the index was last made whole
-            self._arrange(*kept)
+        walk = kept.walked(found)
+        arranged = kept.read(self._db, walk)
+        if arranged is not None:  # every file as it was when the index was last made whole
+            self._arrange(*arranged)
             return Refresh(0, 0, len(found), 0, time.monotonic() - started)
         seen = self._seen()
         changed, gone = self.stale(found, seen)
@@ -283,14 +278,14 @@ class SqliteIndex:
                 )
                 schema.keep_totals(self._db)
                 seen = self._seen()
-                self._keep(found, seen, walked)
+                self._keep(found, seen, walk)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
         else:
-            self._keep_now(found, walked)
-        self._arrange(*_arrangement(found, seen))
+            self._keep_now(found, walk)
+        self._arrange(*kept.arrangement(found, seen))
         self.warnings += notes
         return Refresh(
             len(changed),
@@ -358,53 +353,23 @@ class SqliteIndex:
         )
 
     def _arrange(self, ids: list[int], warnings: list[str]) -> None:
-        """Number the articles `ids` in their order (`_arrangement`'s)."""
+        """Number the articles `ids` in their order (`kept.arrangement`'s)."""
         self._ids, self.warnings = ids, warnings
         self._order = dict(zip(ids, range(len(ids)), strict=True))
         self._passage_ids = {}
 
-    # -- the walk kept -----------------------------------------------------------------
+    # -- the walk kept (`kept`) -------------------------------------------------------
 
-    def _kept(self, walked: bytes) -> tuple[list[int], list[str]] | None:
-        """The arrangement kept for the walk `walked`, if it is the walk the index was last
-        made whole for (one statement: both keys as one update left them)."""
-        kept = dict(
-            self._db.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", WALKED).fetchall()
-        )
-        if kept.get(WALKED[0]) != walked:
-            return None
-        ids, warnings = marshal.loads(kept[WALKED[1]])
-        return ids, warnings
-
-    def _keep(self, found: Sequence[Found], seen: Sequence[Seen], walked: bytes) -> None:
-        """Inside the caller's transaction, with `seen` read in it: keep `walked` and its
-        arrangement when no file is to be read again (none changed, none unsettled), else
-        forget the walk kept, so the next question compares every file."""
-        db = self._db
-        db.execute("DELETE FROM meta WHERE key IN (?, ?)", WALKED)
+    def _keep(self, found: Sequence[Found], seen: Sequence[Seen], walk: bytes) -> None:
+        """Inside the caller's transaction, with `seen` read in it: keep the walk when no
+        file is to be read again, else forget the one kept."""
         changed, gone = self.stale(found, seen)
-        if not changed and not gone:
-            arranged = marshal.dumps(_arrangement(found, seen), 2)
-            db.execute(
-                "INSERT INTO meta VALUES (?, ?), (?, ?)", (WALKED[0], walked, WALKED[1], arranged)
-            )
+        kept.keep(self._db, walk, None if changed or gone else kept.arrangement(found, seen))
 
-    def _keep_now(self, found: Sequence[Found], walked: bytes) -> None:
-        """`_keep` in a transaction of its own, for a walk that found nothing to read but is
-        not the one kept (an index of an earlier format, or made whole for another walk):
-        not waited for, and not at all where the index cannot be written."""
-        db = self._db
-        (waits,) = db.execute("PRAGMA busy_timeout").fetchone()
-        db.execute("PRAGMA busy_timeout = 0")
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            self._keep(found, self._seen(), walked)
-            db.execute("COMMIT")
-        except sqlite3.OperationalError:  # held by another process, or a read-only file
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-        finally:
-            db.execute(f"PRAGMA busy_timeout = {int(waits)}")
+    def _keep_now(self, found: Sequence[Found], walk: bytes) -> None:
+        """`_keep` for a walk that found nothing to read but is not the one kept (an index of
+        an earlier format, or made whole for another walk)."""
+        kept.keep_now(self._db, lambda: self._keep(found, self._seen(), walk))
 
     # -- the Index protocol ----------------------------------------------------------
 
@@ -417,8 +382,8 @@ class SqliteIndex:
         db = self._db
         marks = ", ".join("?" for _ in words)
         (passages,) = db.execute("SELECT count(*) FROM passages").fetchone()
-        kept = schema.totals(db)
-        average = kept["words"] / kept["articles"] if kept["words"] else 1.0
+        totals = schema.totals(db)
+        average = totals["words"] / totals["articles"] if totals["words"] else 1.0
         found = Hits(passages + len(self._ids), len(self._ids), average)
         # Document frequencies from the vocabularies' own counts: passages, then titles.
         for vocab in ("terms_rows", "titles_rows"):
@@ -549,30 +514,6 @@ class SqliteIndex:
         return IndexStatus(
             self.path, roots, articles, skipped, passages, tokens, disk, refreshed, stale
         )
-
-
-def _walked(found: Sequence[Found]) -> bytes:
-    """What a walk found, as bytes to compare whole: each file's path, size, times and
-    identity, in order (marshal's version 2 writes no back-references, which would depend on
-    how the objects are shared: the same files give the same bytes in every process)."""
-    return marshal.dumps(list(map(tuple, found)), 2)
-
-
-def _arrangement(found: Sequence[Found], seen: Sequence[Seen]) -> tuple[list[int], list[str]]:
-    """The readable articles' ids in the order their files were found, and a warning per
-    file skipped."""
-    rows = {path: (fid, problem) for fid, path, _, _, _, problem in seen}
-    ids: list[int] = []
-    warnings: list[str] = []
-    for file in found:
-        fid, problem = rows.get(file.path, (None, None))
-        if fid is None:
-            continue
-        if problem is not None:
-            warnings.append(f"skipped {file.path}: {problem}")
-            continue
-        ids.append(fid)
-    return ids, warnings
 
 
 def _kind(stored: str | None) -> PageKind:
