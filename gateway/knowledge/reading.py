@@ -193,24 +193,30 @@ def start_early(files: Sequence[Found]) -> None:
 
 
 def _serving() -> Any:
-    """The pool's context, its fork server running: started, if it is not, with a Ctrl-C
-    (SIGINT) blocked, which the server and the workers it forks inherit and keep. A
-    terminal's Ctrl-C reaches the whole process group; taken by the server while it
-    imports the reader, or by a worker (Python's KeyboardInterrupt), it printed a
-    traceback, and a worker it ended while it held a queue's lock left the others waiting
-    on that lock and the index's stop on them for ever. This process alone stops the pool
-    on a Ctrl-C (`_pooled`). TERM and HUP still end the server and the workers, silently
-    (no Python handler: they die), as the process group they were sent to."""
+    """The pool's context, its fork server running: started, if it is not, with the stop
+    signals (gateway.clock.STOPS) blocked, which the server and the workers it forks
+    inherit and keep. A terminal's Ctrl-C, `timeout`'s SIGTERM and a closed terminal's
+    SIGHUP reach the whole process group. A Ctrl-C taken by the server while it imported
+    the reader, or by a worker (Python's KeyboardInterrupt), printed a traceback, and a
+    worker it ended while it held a queue's lock left the others waiting on that lock and
+    the index's stop on them for ever; a TERM or HUP that ended a worker while it sent its
+    batch left half a message in the pipe, which the pool's manager thread waited for the
+    rest of, for ever. This process alone stops the pool on any of them (`_pooled`): the
+    batches being read are finished, the workers end, the server ends with this process.
+    (A process of the pool still ends on SIGKILL.)"""
     import signal
     from multiprocessing import forkserver, resource_tracker
 
     from gateway.clock import stops_blocked
 
     context = _context()
-    # The server starts the resource tracker first, unless it runs: its start blocks
-    # SIGINT and TERM around its spawn, then unblocks both, whatever the mask was before.
-    resource_tracker.ensure_running()
-    with stops_blocked(frozenset({signal.SIGINT})):
+    # The resource tracker ignores SIGINT and SIGTERM itself, and unblocks both (here too,
+    # around its spawn, whatever the mask was before); SIGHUP ended it, and the one the
+    # server then started afresh printed a KeyError traceback for a lock it never knew.
+    # So it starts first, with SIGHUP blocked, which it keeps; then the server.
+    with stops_blocked(frozenset({signal.SIGHUP})):
+        resource_tracker.ensure_running()
+    with stops_blocked():
         forkserver.ensure_running()
     return context
 
