@@ -15,7 +15,7 @@ import marshal
 from collections.abc import Callable, Sequence
 
 from gateway.knowledge.files import Found
-from gateway.knowledge.sqlite import sqlite3
+from gateway.knowledge.sqlite import roll_back, sqlite3
 
 # A file's row as a refresh compares it: id, path, size, mtime_ns, inode, problem.
 Seen = tuple[int, str, int, int, int, str | None]
@@ -79,7 +79,6 @@ def keep_now(db: sqlite3.Connection, keeping: Callable[[], None]) -> None:
         keeping()
         db.execute("COMMIT")
     except sqlite3.OperationalError:  # held by another process, or a read-only file
-        if db.in_transaction:
-            db.execute("ROLLBACK")
+        roll_back(db)
     finally:
         db.execute(f"PRAGMA busy_timeout = {int(waits)}")

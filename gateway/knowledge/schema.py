@@ -20,7 +20,7 @@ them). And the store keeps in meta what the walk found when the index was last m
 
 from __future__ import annotations
 
-from gateway.knowledge.sqlite import sqlite3
+from gateway.knowledge.sqlite import roll_back, sqlite3
 
 # 3: each file keeps its article's stated public url; 4: and its page kind; 5: the set's
 # totals kept in meta, and the files' identities in an index of their own; 6: the
@@ -87,7 +87,7 @@ def prepare(db: sqlite3.Connection) -> None:
         keep_totals(db)
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        roll_back(db)
         raise
 
 

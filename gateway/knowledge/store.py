@@ -38,7 +38,7 @@ from gateway.knowledge import cut, kept, schema
 from gateway.knowledge.files import Found
 from gateway.knowledge.index import Hits, PassageFacts, PassageKey, SetSize
 from gateway.knowledge.kept import Seen
-from gateway.knowledge.sqlite import sqlite3
+from gateway.knowledge.sqlite import roll_back, sqlite3
 from gateway.model import Article, PageKind, Source
 from gateway.record import record
 
@@ -281,7 +281,7 @@ class SqliteIndex:
                 self._keep(found, seen, walk)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                roll_back(self._db)
                 raise
         else:
             self._keep_now(found, walk)

@@ -431,6 +431,44 @@ def test_an_unwritable_cache_dir_means_an_in_memory_index_with_a_warning(
     assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
 
 
+class CtrlCAfter:
+    """A connection to the index file that takes a Ctrl-C just after one statement of its
+    creation has run (Python raises it between that statement and the next)."""
+
+    def __init__(self, db: sqlite3.Connection, statement: str) -> None:
+        self.db, self.statement = db, statement
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        cursor = self.db.execute(sql, *args)
+        if sql.strip().startswith(self.statement):
+            self.statement = "\0"  # once
+            raise KeyboardInterrupt
+        return cursor
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+
+@pytest.mark.parametrize("statement", ["CREATE TABLE files", "COMMIT"])
+def test_a_ctrl_c_while_the_index_file_is_made_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, statement: str
+) -> None:
+    """Taken just after the creating transaction's COMMIT, the Ctrl-C made its ROLLBACK
+    fail ('no transaction is active'), an OperationalError that hid the Ctrl-C and was read
+    as a place where no index can be kept: the run indexed in memory and went on."""
+    root = big(tmp_path)
+    connect = store._connect
+    monkeypatch.setattr(store, "_connect", lambda path: CtrlCAfter(connect(path), statement))
+    said: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        wiring.open_help_centre([root], config(), whole=False, warn=said.append)
+    assert said == []
+    monkeypatch.setattr(store, "_connect", connect)
+    index, said = open_it([root])  # the next run keeps its index there
+    assert isinstance(index, SqliteIndex) and index.path != ":memory:" and said == []
+    index.close()
+
+
 @pytest.mark.slow
 def test_three_processes_building_one_index_at_once_all_answer_and_share_it(
     tmp_path: Path,
