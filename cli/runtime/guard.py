@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
+    from cli.runtime.failure import CommandFailure
     from cli.terminal.diag import Diag
 
 
@@ -57,16 +58,22 @@ def run_guarded(diag: Diag, debug: bool, action: Callable[[], int]) -> int:
             import traceback
 
             traceback.print_exc(file=diag.stream)
-        try:
-            if failure.problems:  # every problem of the file, each with file:line: key
-                for problem in failure.problems:
-                    diag.error(str(problem))
-            else:
-                diag.error(failure.message, fix=failure.fix)
-        except OSError:  # SIGHUP: the terminal may be gone; the exit code still says it
-            pass
+        tell(diag, failure)
         code = failure.code
     return int(code)
+
+
+def tell(diag: Diag, failure: CommandFailure) -> None:
+    """Say on stderr how a command failed: its message and fix, or a bad config's every
+    problem, each with its file:line: key."""
+    try:
+        if failure.problems:
+            for problem in failure.problems:
+                diag.error(str(problem))
+        else:
+            diag.error(failure.message, fix=failure.fix)
+    except OSError:  # SIGHUP: the terminal may be gone; the exit code still says it
+        pass
 
 
 def silence_stdout() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from cli import PROG, options
-from cli.runtime.guard import markup_mode, run_guarded
+from cli.runtime.guard import markup_mode, run_guarded, tell
 
 if TYPE_CHECKING:
     import typer
@@ -29,12 +29,21 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
 
 def run(args: list[str], prog_name: str) -> NoReturn:
     from cli.runtime import started
-    from cli.runtime.exitcodes import ExitCode
 
     started.mark()  # the question's budget is measured from here (see cli.runtime.started)
     from cli.runtime.signals import stop_on_signals
 
     stop_on_signals()
+    try:
+        _dispatch(args, prog_name)
+    except KeyboardInterrupt as exc:
+        # A stop before a command's guard runs (while Typer is imported, built or parses):
+        # said as the guard says it, and `ask --json` still prints its one object.
+        raise SystemExit(_stopped(exc, args)) from None
+
+
+def _dispatch(args: list[str], prog_name: str) -> NoReturn:
+    from cli.runtime.exitcodes import ExitCode
     from cli.shell.fastpath import parse_ask
 
     opts = parse_ask(args)
@@ -55,6 +64,18 @@ def run(args: list[str], prog_name: str) -> NoReturn:
         raise
     # Typer exits itself in standalone mode; this is for the type checker.
     raise SystemExit(ExitCode.OK)
+
+
+def _stopped(exc: KeyboardInterrupt, args: Sequence[str]) -> int:
+    from cli.runtime.failure import failure_of, write_failure_json
+    from cli.terminal.diag import Diag
+
+    failure = failure_of(exc)
+    assert failure is not None  # every KeyboardInterrupt is one
+    tell(Diag(), failure)
+    if "--json" in options(args) and _routes_to_ask(args):
+        write_failure_json(failure)
+    return int(failure.code)
 
 
 def _routes_to_ask(args: Sequence[str]) -> bool:
@@ -86,8 +107,10 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
             fix = f"see `{prog_name} ask --help`"
             write_failure_json(CommandFailure(ExitCode.USAGE, exc.format_message(), fix))
         return exc.exit_code
-    except typer.Abort:
-        return ExitCode.INTERRUPTED  # end of input or Ctrl-C while Typer parsed
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # a stop while Typer parsed
+            raise exc.__cause__ from None
+        return ExitCode.INTERRUPTED  # end of input while Typer parsed
     return code if isinstance(code, int) else ExitCode.OK
 
 

@@ -6,13 +6,16 @@ process, stopped by a real SIGINT, is in tests/cli/test_contract.py.)"""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from cli.runtime import wiring
+from cli.runtime import signals, wiring
+from cli.runtime.signals import StopSignal
+from cli.shell import app, root
 from tests.support.cli_runner import run
 from tests.support.provider_fixtures import response
 
@@ -108,3 +111,54 @@ def test_json_lists_the_call_in_flight_as_interrupted_with_its_input(
         ("primary", "fail_over"),
         ("fallback", "interrupted"),
     ]
+
+
+def typer_taking(stop: KeyboardInterrupt) -> Any:
+    """Building the Typer app (importing typer, the commands) as a stop arrives."""
+
+    def build_app() -> Any:
+        raise stop
+
+    return build_app
+
+
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [
+        (KeyboardInterrupt(), 130, "interrupted (Ctrl-C)"),
+        (StopSignal(signal.SIGTERM), 143, "stopped by SIGTERM"),
+        (StopSignal(signal.SIGHUP), 129, "stopped by SIGHUP"),
+    ],
+    ids=["Ctrl-C", "SIGTERM", "SIGHUP"],
+)
+def test_a_stop_before_the_command_runs_is_said_with_its_code_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stop: KeyboardInterrupt,
+    code: int,
+    said: str,
+) -> None:
+    """A Ctrl-C while Typer is imported and built (a tenth of a second of every command
+    but a plain question) printed a KeyboardInterrupt traceback and exited 1."""
+    monkeypatch.setattr(signals, "stop_on_signals", lambda: None)  # pytest keeps its own
+    monkeypatch.setattr(root, "build_app", typer_taking(stop))
+    with pytest.raises(SystemExit) as done:
+        app.run(["index", "kb"], "support-ask")
+    out, err = capsys.readouterr()
+    assert done.value.code == code
+    assert said in err and "Traceback" not in err
+    assert out == ""
+
+
+def test_a_stop_before_ask_json_runs_still_prints_its_one_object(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(signals, "stop_on_signals", lambda: None)
+    monkeypatch.setattr(root, "build_app", typer_taking(KeyboardInterrupt()))
+    with pytest.raises(SystemExit) as done:  # a command line the fast path leaves to Typer
+        app.run(["How do I reset my password?", "--budget", "soon", "--json"], "support-ask")
+    out, _ = capsys.readouterr()
+    assert done.value.code == 130
+    result = json.loads(out)
+    assert result["status"] == "failed" and result["answer"] is None
+    assert result["error"]["kind"] == "interrupted"
