@@ -78,6 +78,10 @@ BENCHMARKS = {
         "bench.semantic",
         "22 a semantic model shipped in its wheel: the ranker's first choice, the handoff",
     ),
+    "stops": (
+        "bench.stops",
+        "23 stopping a first index: Ctrl-C, SIGTERM, SIGHUP to its process group, vs before",
+    ),
 }
 
 
