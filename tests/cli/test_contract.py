@@ -30,6 +30,17 @@ from tests.support.loopback import Exchange, LoopbackServer
 
 END = 30  # no run here should come near this: a hang fails the test instead of the suite
 
+# Each stop signal, the README's exit code for it, and what the run says.
+STOPPED_BY = pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (signal.SIGTERM, 143, "stopped by SIGTERM"),
+        (signal.SIGHUP, 129, "stopped by SIGHUP"),
+        (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
+    ],
+    ids=["SIGTERM", "SIGHUP", "SIGINT"],
+)
+
 
 class Providers:
     def __init__(self) -> None:
@@ -89,15 +100,7 @@ def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("signum", "code", "said"),
-    [
-        (signal.SIGTERM, 143, "stopped by SIGTERM"),
-        (signal.SIGHUP, 129, "stopped by SIGHUP"),
-        (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
-    ],
-    ids=["SIGTERM", "SIGHUP", "SIGINT"],
-)
+@STOPPED_BY
 def test_a_signal_stops_the_run_at_once_with_a_result_and_the_question_logged(
     tmp_path: Path, providers: Providers, signum: int, code: int, said: str
 ) -> None:
@@ -266,15 +269,7 @@ STAGES = {
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
-@pytest.mark.parametrize(
-    ("signum", "code", "said"),
-    [
-        (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
-        (signal.SIGTERM, 143, "stopped by SIGTERM"),
-        (signal.SIGHUP, 129, "stopped by SIGHUP"),
-    ],
-    ids=["SIGINT", "SIGTERM", "SIGHUP"],
-)
+@STOPPED_BY
 def test_a_stop_sent_to_a_first_indexs_process_group_stops_it_without_a_traceback(
     tmp_path: Path, signum: int, code: int, said: str
 ) -> None:
