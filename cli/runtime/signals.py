@@ -31,24 +31,12 @@ class StopSignal(KeyboardInterrupt):
         self.signum = signum
 
 
-_received: list[int] = []
-
-
 def _stop(signum: int, frame: FrameType | None) -> None:
     # Once: a second signal while the run is finishing up (logging, printing the JSON)
     # must not cut that short; the first one already decided how the run ends.
     for each in _NAMES:
         signal.signal(each, signal.SIG_IGN)
-    _received.append(signum)
     raise StopSignal(signum)
-
-
-def exit_code_after(code: int) -> int:
-    """The exit code for a run Typer ended itself: it turns any KeyboardInterrupt that
-    reaches it (one raised while it parses) into 130, whichever signal it was."""
-    if code == ExitCode.INTERRUPTED and _received:
-        return int(_CODES.get(signal.Signals(_received[0]), code))
-    return code
 
 
 def stop_on_signals() -> None:

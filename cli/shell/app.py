@@ -52,15 +52,17 @@ def _dispatch(args: list[str], prog_name: str) -> NoReturn:
     from cli.shell.root import build_app
 
     app = build_app()
-    from cli.runtime.signals import exit_code_after
-
     if "--json" in options(args) and _routes_to_ask(args):
-        raise SystemExit(exit_code_after(_ask_with_json_usage_errors(app, args, prog_name)))
+        raise SystemExit(_ask_with_json_usage_errors(app, args, prog_name))
     try:
         app(args=args, prog_name=prog_name)
     except SystemExit as done:
-        if isinstance(done.code, int):
-            raise SystemExit(exit_code_after(done.code)) from None
+        # Typer ends a run that a stop interrupted outside a command's guard (while it
+        # parses, or before the body reaches its guard) as a silent exit 130, whichever
+        # signal it was; the stop is still behind that exit, to be said as the guard would.
+        stop = _stop_behind(done)
+        if stop is not None:
+            raise stop from None
         raise
     # Typer exits itself in standalone mode; this is for the type checker.
     raise SystemExit(ExitCode.OK)
@@ -98,7 +100,12 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
 
     command = typer.main.get_command(app)
     try:
-        code = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+        # Click's two steps, not `main`: its non-standalone `main` returns a stop while Typer
+        # parses as a plain 130, and the stop must reach `run` to be said and printed.
+        with command.make_context(prog_name, args) as ctx:
+            code = command.invoke(ctx)
+    except typer.Exit as done:  # --help, or a command's guard: its code
+        return int(done.exit_code)
     except click.exceptions.ClickException as exc:
         show_usage_error(exc, rich=markup_mode() is not None)
         from cli.runtime.failure import CommandFailure, write_failure_json
@@ -107,11 +114,21 @@ def _ask_with_json_usage_errors(app: typer.Typer, args: list[str], prog_name: st
             fix = f"see `{prog_name} ask --help`"
             write_failure_json(CommandFailure(ExitCode.USAGE, exc.format_message(), fix))
         return exc.exit_code
-    except typer.Abort as exc:
-        if isinstance(exc.__cause__, KeyboardInterrupt):  # a stop while Typer parsed
-            raise exc.__cause__ from None
+    except (EOFError, typer.Abort):
         return ExitCode.INTERRUPTED  # end of input while Typer parsed
     return code if isinstance(code, int) else ExitCode.OK
+
+
+def _stop_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The stop (Ctrl-C, SIGTERM, SIGHUP) that `exc` was raised while handling, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _fast_ask(opts: AskOptions) -> int:
