@@ -5,8 +5,11 @@ moment of a first index, this tree against the tree before (`BEFORE`, exported w
 archive`), the two taking turns over the same moments.
 
 A stop is said cleanly when the run exits with the README's code for that signal (130,
-143, 129) within `HANG_S`, with no traceback on stderr, and no process of its group is left
-`LEFT_S` after it. A run that finished before its moment is not judged. The moments are
+143, 129) within `HANG_S`, says on stderr what stopped it, prints no traceback, and leaves
+no process of its group `LEFT_S` after it. A stop in the first milliseconds, before Python
+has run any of support-ask to install its handlers, ends the process by the signal itself:
+a shell reports that as the same 128 + n and nothing was begun, so it counts as clean too,
+and is shown apart. A run that finished before its moment is not judged. The moments are
 uniform over the time one first index took, measured first. Full runs read PostgreSQL's
 manual (bench/setup installs it); smoke runs a generated set, a few runs of each signal.
 Each run starts as a terminal's job would, SIGINT and SIGHUP at their defaults: a
@@ -32,6 +35,7 @@ from bench.docsets import PG_DOC, copy_pages, write_html_set
 from bench.procs import RunFailed, child_env
 from bench.stats import Measure, Row, Target, Unit
 from bench.tool import checkout, today_env
+from cli.runtime.signals import StopSignal, stop_message
 
 GROUP = "23 stopping a first index"
 # Main before the fork server and workers blocked SIGTERM and SIGHUP too.
@@ -44,7 +48,9 @@ CLEAN_TARGET = Target.at_least("100% said cleanly", (Measure.TOTAL, 1.0))
 
 class Outcome(StrEnum):
     CLEAN = "said cleanly"
+    BY_SIGNAL = "ended by it before start-up"
     FINISHED = "finished first"
+    SILENT = "nothing said"
     TRACEBACK = "traceback"
     WRONG_CODE = "wrong exit code"
     HUNG = "hung"
@@ -120,10 +126,21 @@ def _stop_once(argv: Sequence[str], env: dict[str, str], cwd: Path, signum: int,
     if b"Traceback" in err:
         _end_group(proc.pid)
         return Outcome.TRACEBACK
+    if proc.returncode == -signum and not err:
+        return Outcome.BY_SIGNAL if _end_group(proc.pid) else Outcome.LEFT
     if proc.returncode != STOPS[signum]:
         _end_group(proc.pid)
         return Outcome.FINISHED if proc.returncode == 0 else Outcome.WRONG_CODE
+    if _said_for(signum) not in err:
+        _end_group(proc.pid)
+        return Outcome.SILENT
     return Outcome.CLEAN if _end_group(proc.pid) else Outcome.LEFT
+
+
+def _said_for(signum: int) -> bytes:
+    """What the run says on stderr for the stop `signum` (the tree before said the same)."""
+    stop = KeyboardInterrupt() if signum == signal.SIGINT else StopSignal(signum)
+    return stop_message(stop).encode()
 
 
 def _as_a_job() -> None:
@@ -149,7 +166,8 @@ def _end_group(group: int) -> bool:
 
 def _clean(counts: Counter[Outcome]) -> float:
     judged = sum(n for outcome, n in counts.items() if outcome is not Outcome.FINISHED)
-    return counts[Outcome.CLEAN] / judged if judged else float("nan")
+    clean = counts[Outcome.CLEAN] + counts[Outcome.BY_SIGNAL]
+    return clean / judged if judged else float("nan")
 
 
 def _said(counts: Counter[Outcome]) -> str:
