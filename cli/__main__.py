@@ -16,8 +16,15 @@ def main(argv: Sequence[str] | None = None, prog_name: str = PROG) -> NoReturn:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--version" in options(args):
         _print_version()
-    from cli.shell.app import run
+    try:
+        from cli.shell.app import run
+    except KeyboardInterrupt as exc:
+        # A Ctrl-C while the command line is imported (before `run` can take it): said as
+        # any stop before a command's guard is. A failed import leaves nothing behind, so
+        # the module is imported again to say it.
+        from cli.shell.app import stopped
 
+        raise SystemExit(stopped(exc, args)) from None
     run(args, prog_name)
 
 

@@ -39,7 +39,7 @@ def run(args: list[str], prog_name: str) -> NoReturn:
     except KeyboardInterrupt as exc:
         # A stop before a command's guard runs (while Typer is imported, built or parses):
         # said as the guard says it, and `ask --json` still prints its one object.
-        raise SystemExit(_stopped(exc, args)) from None
+        raise SystemExit(stopped(exc, args)) from None
 
 
 def _dispatch(args: list[str], prog_name: str) -> NoReturn:
@@ -68,7 +68,8 @@ def _dispatch(args: list[str], prog_name: str) -> NoReturn:
     raise SystemExit(ExitCode.OK)
 
 
-def _stopped(exc: KeyboardInterrupt, args: Sequence[str]) -> int:
+def stopped(exc: KeyboardInterrupt, args: Sequence[str]) -> int:
+    """Say a stop that came before a command's guard ran; its exit code."""
     from cli.runtime.failure import failure_of, write_failure_json
     from cli.terminal.diag import Diag
 

@@ -223,3 +223,52 @@ def test_a_stop_while_typer_parses_ask_json_still_prints_its_one_object(
     result = json.loads(out)
     assert result["status"] == "failed" and result["answer"] is None
     assert result["error"]["kind"] == "interrupted"
+
+
+class CtrlCOnImport:
+    """A finder that takes a Ctrl-C the first time `name` is imported, as one arriving
+    while Python reads that module does."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.taken = False
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+        if name == self.name and not self.taken:
+            self.taken = True
+            raise KeyboardInterrupt
+        return None
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["index", "ask --json"])
+def test_a_ctrl_c_while_the_command_line_is_imported_is_said_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    as_main: None,
+    json_out: bool,
+) -> None:
+    """The entry point imports the command line before `run` can take a stop: a Ctrl-C
+    then (a few milliseconds of every run) printed a KeyboardInterrupt traceback."""
+    import sys
+
+    import cli.shell
+    from cli import __main__ as entry
+
+    monkeypatch.delitem(sys.modules, "cli.shell.app")
+    monkeypatch.setattr(cli.shell, "app", app)  # restored after, as the import replaces it
+    finder = CtrlCOnImport("cli.shell.app")
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    argv = ["How?", "--budget", "soon", "--json"] if json_out else ["index", "kb"]
+    with pytest.raises(SystemExit) as done:
+        try:
+            entry.main(argv)
+        except KeyboardInterrupt:  # not pytest's own: it would end the whole session
+            pytest.fail("the Ctrl-C escaped the entry point, as a traceback")
+    out, err = capsys.readouterr()
+    assert finder.taken
+    assert done.value.code == 130
+    assert "interrupted (Ctrl-C)" in err and "Traceback" not in err
+    if json_out:
+        assert json.loads(out)["error"]["kind"] == "interrupted"
+    else:
+        assert out == ""
