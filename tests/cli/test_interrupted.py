@@ -132,50 +132,6 @@ def typer_taking(stop: KeyboardInterrupt) -> Any:
     return build_app
 
 
-STOPS = pytest.mark.parametrize(
-    ("stop", "code", "said"),
-    [
-        (KeyboardInterrupt(), 130, "interrupted (Ctrl-C)"),
-        (StopSignal(signal.SIGTERM), 143, "stopped by SIGTERM"),
-        (StopSignal(signal.SIGHUP), 129, "stopped by SIGHUP"),
-    ],
-    ids=["Ctrl-C", "SIGTERM", "SIGHUP"],
-)
-
-
-@STOPS
-def test_a_stop_before_the_command_runs_is_said_with_its_code_not_a_traceback(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    as_main: None,
-    stop: KeyboardInterrupt,
-    code: int,
-    said: str,
-) -> None:
-    """A Ctrl-C while Typer is imported and built (a tenth of a second of every command
-    but a plain question) printed a KeyboardInterrupt traceback and exited 1."""
-    monkeypatch.setattr(root, "build_app", typer_taking(stop))
-    with pytest.raises(SystemExit) as done:
-        app.run(["index", "kb"], "support-ask")
-    out, err = capsys.readouterr()
-    assert done.value.code == code
-    assert said in err and "Traceback" not in err
-    assert out == ""
-
-
-def test_a_stop_before_ask_json_runs_still_prints_its_one_object(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_main: None
-) -> None:
-    monkeypatch.setattr(root, "build_app", typer_taking(KeyboardInterrupt()))
-    with pytest.raises(SystemExit) as done:  # a command line the fast path leaves to Typer
-        app.run(["How do I reset my password?", "--budget", "soon", "--json"], "support-ask")
-    out, _ = capsys.readouterr()
-    assert done.value.code == 130
-    result = json.loads(out)
-    assert result["status"] == "failed" and result["answer"] is None
-    assert result["error"]["kind"] == "interrupted"
-
-
 def typer_parsing(stop: KeyboardInterrupt) -> Any:
     """Typer parsing a command's line as a stop arrives."""
 
@@ -185,44 +141,72 @@ def typer_parsing(stop: KeyboardInterrupt) -> Any:
     return parse_args
 
 
-@STOPS
-def test_a_stop_while_typer_parses_is_said_with_its_code_not_a_silent_130(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    as_main: None,
-    stop: KeyboardInterrupt,
-    code: int,
-    said: str,
-) -> None:
-    """Typer ends a KeyboardInterrupt it catches as exit 130 with nothing said: a SIGTERM
-    there exited 143 in silence, which 1 in 40 stops of `bench/run stops` met."""
-    monkeypatch.setattr(TyperCommand, "parse_args", typer_parsing(stop))
+# Where a stop comes before a command's guard: while Typer is imported and built (a tenth
+# of a second of every command but a plain question: a traceback and exit 1), and while it
+# parses (which Typer ends as a silent exit 130, whichever signal it was: `bench/run stops`
+# met a silent 143).
+MOMENTS = {
+    "building": lambda monkeypatch, stop: monkeypatch.setattr(
+        root, "build_app", typer_taking(stop)
+    ),
+    "parsing": lambda monkeypatch, stop: monkeypatch.setattr(
+        TyperCommand, "parse_args", typer_parsing(stop)
+    ),
+}
+STOPS = pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [
+        (KeyboardInterrupt(), 130, "interrupted (Ctrl-C)"),
+        (StopSignal(signal.SIGTERM), 143, "stopped by SIGTERM"),
+        (StopSignal(signal.SIGHUP), 129, "stopped by SIGHUP"),
+    ],
+    ids=["Ctrl-C", "SIGTERM", "SIGHUP"],
+)
+# A command line the fast path leaves to Typer.
+ASK_JSON = ["ask", "How do I reset my password?", "--budget", "soon", "--json"]
+
+
+def stopped_run(capsys: pytest.CaptureFixture[str], run: Any) -> tuple[int, str, str]:
+    """The exit code, stdout and stderr of an entry point's run that a stop ended."""
     with pytest.raises(SystemExit) as done:
-        app.run(["index", "kb", "-q"], "support-ask")
+        try:
+            run()
+        except KeyboardInterrupt:  # not pytest's own: it would end the whole session
+            pytest.fail("the stop escaped the entry point, as a traceback")
     out, err = capsys.readouterr()
-    assert done.value.code == code
+    assert isinstance(done.value.code, int)
+    return done.value.code, out, err
+
+
+def assert_said(out: str, err: str, said: str, *, json_out: bool) -> None:
+    """The stop said on stderr, no traceback; with `ask --json`, its one object on stdout."""
     assert said in err and "Traceback" not in err
-    assert out == ""
+    if json_out:
+        result = json.loads(out)
+        assert result["status"] == "failed" and result["answer"] is None
+        assert result["error"]["kind"] == "interrupted"
+    else:
+        assert out == ""
 
 
 @STOPS
-def test_a_stop_while_typer_parses_ask_json_still_prints_its_one_object(
+@pytest.mark.parametrize("moment", MOMENTS)
+@pytest.mark.parametrize("json_out", [False, True], ids=["index", "ask --json"])
+def test_a_stop_before_the_command_runs_is_said_with_its_code_not_a_traceback(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     as_main: None,
+    json_out: bool,
+    moment: str,
     stop: KeyboardInterrupt,
     code: int,
     said: str,
 ) -> None:
-    monkeypatch.setattr(TyperCommand, "parse_args", typer_parsing(stop))
-    with pytest.raises(SystemExit) as done:  # a command line the fast path leaves to Typer
-        app.run(["ask", "How do I reset my password?", "--budget", "soon", "--json"], "support-ask")
-    out, err = capsys.readouterr()
-    assert done.value.code == code
-    assert said in err
-    result = json.loads(out)
-    assert result["status"] == "failed" and result["answer"] is None
-    assert result["error"]["kind"] == "interrupted"
+    MOMENTS[moment](monkeypatch, stop)
+    argv = ASK_JSON if json_out else ["index", "kb"]
+    exit_code, out, err = stopped_run(capsys, lambda: app.run(argv, "support-ask"))
+    assert exit_code == code
+    assert_said(out, err, said, json_out=json_out)
 
 
 class CtrlCOnImport:
@@ -258,17 +242,9 @@ def test_a_ctrl_c_while_the_command_line_is_imported_is_said_not_a_traceback(
     monkeypatch.setattr(cli.shell, "app", app)  # restored after, as the import replaces it
     finder = CtrlCOnImport("cli.shell.app")
     monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
-    argv = ["How?", "--budget", "soon", "--json"] if json_out else ["index", "kb"]
-    with pytest.raises(SystemExit) as done:
-        try:
-            entry.main(argv)
-        except KeyboardInterrupt:  # not pytest's own: it would end the whole session
-            pytest.fail("the Ctrl-C escaped the entry point, as a traceback")
-    out, err = capsys.readouterr()
+    exit_code, out, err = stopped_run(
+        capsys, lambda: entry.main(ASK_JSON if json_out else ["index", "kb"])
+    )
     assert finder.taken
-    assert done.value.code == 130
-    assert "interrupted (Ctrl-C)" in err and "Traceback" not in err
-    if json_out:
-        assert json.loads(out)["error"]["kind"] == "interrupted"
-    else:
-        assert out == ""
+    assert exit_code == 130
+    assert_said(out, err, "interrupted (Ctrl-C)", json_out=json_out)

@@ -272,25 +272,6 @@ def test_the_kept_totals_follow_the_set_as_it_changes(tmp_path: Path) -> None:
         assert kept == rank(question, rebuilt)
 
 
-def test_an_index_of_the_previous_format_is_kept_without_reading_a_file(tmp_path: Path) -> None:
-    root = big(tmp_path)
-    path = store.index_path(tmp_path / "cache", [root])
-    question = "How do I reset my password?"
-    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
-        fresh(index, root)
-        size, ranked = index.size(), rank(question, index)
-    # As format 4 left it: no totals kept, no index of the files' identities.
-    with sqlite3.connect(path) as db:
-        db.execute("DROP INDEX files_seen")
-        db.execute("DROP INDEX files_facts")
-        db.execute("DELETE FROM meta WHERE key IN ('walked', 'arranged')")
-        db.execute("DELETE FROM meta WHERE key IN ('articles', 'words', 'tokens')")
-        db.execute("UPDATE meta SET value = '4' WHERE key = 'format'")
-    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
-        assert fresh(index, root).read == 0
-        assert (index.size(), rank(question, index)) == (size, ranked)
-
-
 def test_a_file_changed_within_the_same_tick_is_read_again(tmp_path: Path) -> None:
     # An edit right after indexing can keep the size and the mtime tick: a file modified
     # this recently is stored as unsettled and read again next time.
@@ -374,8 +355,22 @@ def test_a_skipped_file_is_warned_about_on_every_question_with_the_walk_kept(
         assert said == [warning]
 
 
-def test_an_index_of_format_5_keeps_its_walk_without_reading_a_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# What each earlier format lacked, undone from an index of today's format.
+EARLIER_FORMATS = {
+    # No totals kept, no index of the files' identities or of the articles' facts.
+    4: (
+        "DROP INDEX files_seen",
+        "DROP INDEX files_facts",
+        "DELETE FROM meta WHERE key IN ('walked', 'arranged', 'articles', 'words', 'tokens')",
+    ),
+    # No index of the articles' facts, no walk kept.
+    5: ("DROP INDEX files_facts", "DELETE FROM meta WHERE key IN ('walked', 'arranged')"),
+}
+
+
+@pytest.mark.parametrize("earlier", EARLIER_FORMATS)
+def test_an_index_of_an_earlier_format_is_kept_and_keeps_its_walk_without_reading_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: int
 ) -> None:
     root = big(tmp_path)
     path = store.index_path(tmp_path / "cache", [root])
@@ -383,15 +378,14 @@ def test_an_index_of_format_5_keeps_its_walk_without_reading_a_file(
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         fresh(index, root)
         size, ranked = index.size(), rank(question, index)
-    # As format 5 left it: no index of the articles' facts, no walk kept.
     with sqlite3.connect(path) as db:
-        db.execute("DROP INDEX files_facts")
-        db.execute("DELETE FROM meta WHERE key IN ('walked', 'arranged')")
-        db.execute("UPDATE meta SET value = '5' WHERE key = 'format'")
+        for statement in EARLIER_FORMATS[earlier]:
+            db.execute(statement)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(earlier),))
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         assert fresh(index, root).read == 0
         assert (index.size(), rank(question, index)) == (size, ranked)
-    compares_no_file(monkeypatch)
+    compares_no_file(monkeypatch)  # the walk the upgrade kept
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         assert fresh(index, root).read == 0
         assert (index.size(), rank(question, index)) == (size, ranked)
