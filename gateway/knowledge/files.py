@@ -149,12 +149,14 @@ class _Walk:
 
     def folder(self, root: str) -> None:
         """Every article file under `root`, in order of relative path."""
-        files: list[tuple[str, str]] = []  # (relative path, full path)
+        files: list[str] = []
         self._collect(root, "", [], files)
-        # Relative paths are unique within a folder's walk: the pairs sort by them alone.
+        # Every path is the root's own path joined to its relative path (`os.DirEntry.path`
+        # joins a listed folder's path to the name), so the full paths sort as the relative
+        # ones do, and a list of strings sorts faster than one of pairs.
         files.sort()
         take = self.take
-        for _, path in files:
+        for path in files:
             take(path)
 
     def _collect(
@@ -162,7 +164,7 @@ class _Walk:
         folder: str,
         relative: str,
         ancestors: list[tuple[int, int]],
-        out: list[tuple[str, str]],
+        out: list[str],
     ) -> None:
         try:
             info = os.stat(folder)
@@ -194,26 +196,29 @@ class _Walk:
             )
         suffixes = tuple(SUFFIXES)
         below = [*ancestors, identity]
+        exclude = self.exclude
+        # Once per entry of every question over a kept index: the relative path is made
+        # only where the patterns ask for it or a folder is walked into.
         for name, path, is_dir in listed:
-            if name.startswith("."):
+            if name[0] == ".":  # a listed name is never empty
                 continue
-            inner = f"{relative}/{name}" if relative else name
             if is_dir:
-                if self.exclude is not None and self.exclude.folder(inner):
+                inner = f"{relative}/{name}" if relative else name
+                if exclude is not None and exclude.folder(inner):
                     self.excluded_folders += 1
                     continue
                 self._collect(path, inner, below, out)
             elif name.lower().endswith(suffixes):
-                if self.exclude is not None and self.exclude.file(inner):
+                if exclude is not None and exclude.file(f"{relative}/{name}" if relative else name):
                     self.excluded_files += 1
                     continue
-                out.append((inner, path))
-                if len(out) > self.limits.max_set_files:
-                    raise SetTooLarge(
-                        f"the articles hold more than {self.limits.max_set_files:,} files "
-                        "(the cap, articles.max_set_files); check the --articles path, or "
-                        "raise the cap in the config"
-                    )
+                out.append(path)
+        if len(out) > self.limits.max_set_files:
+            raise SetTooLarge(
+                f"the articles hold more than {self.limits.max_set_files:,} files "
+                "(the cap, articles.max_set_files); check the --articles path, or "
+                "raise the cap in the config"
+            )
 
 
 def _listed(entries: Iterator[os.DirEntry[str]]) -> list[tuple[str, str, bool]]:

@@ -36,6 +36,21 @@ def test_folder_is_read_recursively_in_relative_path_order(tmp_path: Path) -> No
     assert load_articles([tmp_path])[0] == articles
 
 
+@pytest.mark.parametrize("trailing", ["", "/"])
+def test_a_page_beside_a_folder_of_its_name_keeps_the_relative_path_order(
+    tmp_path: Path, trailing: str
+) -> None:
+    # "." (0x2e) sorts before "/" (0x2f) and "-" (0x2d) before both: a walk that went into
+    # the folder "guide" when it met it would put guide/b.md before guide.md.
+    names = ["guide/b.md", "guide.md", "guide-x.md", "guide/a/c.md", "guide 2.md"]
+    for relative in names:
+        write(tmp_path, relative, f"# {relative}\n\nSome text.\n")
+    articles, _ = load_articles([Path(f"{tmp_path}{trailing}")])
+    relatives = [Path(a.path).relative_to(tmp_path).as_posix() for a in articles]
+    assert relatives == sorted(names)
+    assert relatives[:3] == ["guide 2.md", "guide-x.md", "guide.md"]
+
+
 def test_every_article_suffix_is_read_and_other_files_are_ignored(tmp_path: Path) -> None:
     for name in ["a.md", "b.markdown", "c.txt", "d.html", "e.htm", "F.MD"]:
         write(tmp_path, name, "Body text.")
