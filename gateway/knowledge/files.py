@@ -136,15 +136,18 @@ class _Walk:
     def _over(self) -> None:
         """Raise `SetTooLarge` for the cap the walk has crossed."""
         if len(self.found) > self.limits.max_set_files:
-            raise SetTooLarge(
-                f"the articles hold more than {self.limits.max_set_files:,} files (the cap, "
-                "articles.max_set_files); check the --articles path, or raise the cap in "
-                "the config"
-            )
+            raise self._too_many_files()
         raise SetTooLarge(
             f"the articles hold more than {_size(self.limits.max_set_bytes)} (the cap, "
             "articles.max_set_bytes); check the --articles path, or raise the cap in "
             "the config"
+        )
+
+    def _too_many_files(self) -> SetTooLarge:
+        return SetTooLarge(
+            f"the articles hold more than {self.limits.max_set_files:,} files (the cap, "
+            "articles.max_set_files); check the --articles path, or raise the cap in the "
+            "config"
         )
 
     def folder(self, root: str) -> None:
@@ -203,22 +206,23 @@ class _Walk:
             if name[0] == ".":  # a listed name is never empty
                 continue
             if is_dir:
-                inner = f"{relative}/{name}" if relative else name
+                inner = _inner(relative, name)
                 if exclude is not None and exclude.folder(inner):
                     self.excluded_folders += 1
                     continue
                 self._collect(path, inner, below, out)
             elif name.lower().endswith(suffixes):
-                if exclude is not None and exclude.file(f"{relative}/{name}" if relative else name):
+                if exclude is not None and exclude.file(_inner(relative, name)):
                     self.excluded_files += 1
                     continue
                 out.append(path)
         if len(out) > self.limits.max_set_files:
-            raise SetTooLarge(
-                f"the articles hold more than {self.limits.max_set_files:,} files "
-                "(the cap, articles.max_set_files); check the --articles path, or "
-                "raise the cap in the config"
-            )
+            raise self._too_many_files()
+
+
+def _inner(relative: str, name: str) -> str:
+    """The path of `name`, listed in the folder at `relative`, inside the folder walked."""
+    return f"{relative}/{name}" if relative else name
 
 
 def _listed(entries: Iterator[os.DirEntry[str]]) -> list[tuple[str, str, bool]]:
