@@ -147,7 +147,9 @@ def articles_lines(
     config: Config, problems: list[str], listed: list[dict[str, object]]
 ) -> list[str]:
     """The help centre the config names (a path that does not exist is a problem), what
-    it leaves out, and the passages' budget."""
+    it leaves out, the passages' budget, and when its index is refreshed."""
+    from gateway.config.model import RefreshRule
+
     a = config.articles
     lines = []
     if a.paths:
@@ -175,6 +177,8 @@ def articles_lines(
         lines.append(f"  exclude: {', '.join(a.exclude)}")
     budget = "all (every article whole)" if a.max_tokens is None else f"{a.max_tokens:,} tokens"
     lines.append(f"  per question: {budget}")
+    if a.refresh is RefreshRule.ON_INDEX:
+        lines.append("  refreshed: by `support-ask index` alone (articles.refresh: on_index)")
     return lines
 
 
@@ -187,6 +191,7 @@ def articles_json(config: Config) -> dict[str, object]:
         "max_article_bytes": a.max_article_bytes,
         "max_set_bytes": a.max_set_bytes,
         "max_set_files": a.max_set_files,
+        "refresh": a.refresh.value,
     }
 
 

@@ -52,7 +52,7 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
     started = time.monotonic()
     with IndexProgress(diag, summary=False) as progress:
         index = wiring.open_help_centre(
-            paths, config, whole=False, warn=diag.warn, progress=progress, keep=True
+            paths, config, whole=False, warn=diag.warn, progress=progress, keep=True, walk=True
         )
     from gateway.knowledge.store import SqliteIndex
 
@@ -91,6 +91,7 @@ def _names(paths: list[Path]) -> str:
 
 def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
     from cli.runtime import wiring
+    from gateway.config.model import RefreshRule
     from gateway.knowledge import store
     from gateway.knowledge.centre import is_small
 
@@ -128,11 +129,17 @@ def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int
         ago = countdown(time.time() - facts.refreshed)
         out.write(f"refreshed: {local_time(facts.refreshed)} ({ago} ago)\n")
     stale = facts.stale or 0
+    if config.articles.refresh is RefreshRule.ON_INDEX:
+        then = (
+            "articles.refresh is on_index: questions answer from the index as it is "
+            f"until `support-ask index {_names(paths)}` runs"
+        )
+    else:
+        then = "the next question re-reads only those"
     out.write(
         "stale: none: every file is as indexed\n"
         if stale == 0
-        else f"stale: {stale:,} files changed, added or removed since (the next question "
-        "re-reads only those)\n"
+        else f"stale: {stale:,} files changed, added or removed since ({then})\n"
     )
     return ExitCode.OK
 

@@ -234,15 +234,18 @@ def open_help_centre(
     warn: Warn,
     progress: Callable[[RefreshProgress], None] | None = None,
     keep: bool | None = None,
+    walk: bool = False,
 ) -> Index | None:
     """The help centre under the paths `given` (else the config's articles.paths), less
-    what articles.exclude leaves out, read now or through its kept index (None: no paths).
-    A path that does not exist, paths holding no readable article, or a set past the caps
-    are errors (66)."""
+    what articles.exclude leaves out, read now or through its kept index (None: no paths),
+    which is trusted as it is under `articles.refresh: on_index` unless `walk` (the index
+    command's). A path that does not exist, paths holding no readable article, or a set
+    past the caps are errors (66)."""
     paths = article_paths(given, config)
     if not paths:
         return None
     check_exist(paths, config=None if given else config)
+    from gateway.config.model import RefreshRule
     from gateway.knowledge.centre import open_centre
     from gateway.knowledge.files import ArticleCaps, SetTooLarge
     from gateway.knowledge.load import ArticlesError
@@ -259,6 +262,7 @@ def open_help_centre(
             progress=progress,
             keep=keep,
             exclude=settings.exclude,
+            trust=not walk and settings.refresh is RefreshRule.ON_INDEX,
         )
     except SetTooLarge as exc:
         raise CliError(exc.message, ExitCode.NOINPUT) from None

@@ -40,6 +40,7 @@ from gateway.config.model import (
     Policy,
     Price,
     PrivacySettings,
+    RefreshRule,
     StateSettings,
     Translations,
 )
@@ -56,7 +57,9 @@ _CACHE_ENTRIES = 8  # configs remembered, the most recently stored first
 # those (FAT: 2 s).
 _SETTLE_FINE_S = 0.1
 _SETTLE_COARSE_S = 2.0
-_ENUMS: dict[str, type[Enum]] = {e.__name__: e for e in (ProviderKind, KeyStrategy, CitationStyle)}
+_ENUMS: dict[str, type[Enum]] = {
+    e.__name__: e for e in (ProviderKind, KeyStrategy, CitationStyle, RefreshRule)
+}
 _RECORDS: dict[str, type] = {
     c.__name__: c
     for c in (

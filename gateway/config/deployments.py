@@ -287,14 +287,9 @@ def _key_variables(w: Walk, node: Node | None, path: str) -> tuple[str, ...]:
 
 
 def _key_strategy(w: Walk, node: Node | None, path: str) -> KeyStrategy:
-    text = w.optional_text(node, path)
-    if text is None:
+    if node is None or w.is_null(node):
         return KeyStrategy.IN_ORDER
-    assert node is not None  # there is text
-    valid = [s.value for s in KeyStrategy]
-    if text not in valid:
-        w.fail(node, path, f"expected one of {', '.join(valid)}, got {text!r}")
-    return KeyStrategy(text)
+    return w.choice(node, path, KeyStrategy)
 
 
 def _key_variable(w: Walk, node: Node | None, path: str) -> str | None:

@@ -150,6 +150,18 @@ class LogSettings:
     max_bytes: int = 5_000_000
 
 
+class RefreshRule(StrEnum):
+    """When a kept index is brought up to the files (`articles.refresh`)."""
+
+    # Every question checks each file's size and times and reads again the ones changed:
+    # an edit is answered from at once, at a stat per file (`gateway.knowledge.store`).
+    EVERY_QUESTION = "every_question"
+    # Only `support-ask index` (or a question that finds no index to trust) checks the
+    # files: a question reads the index as it was last made whole, however the files have
+    # changed since. For a help centre published by a deploy step that runs the index.
+    ON_INDEX = "on_index"
+
+
 @record
 class ArticleSettings:
     """Where the help centre is, what of it is not articles, how much of it goes into each
@@ -170,6 +182,7 @@ class ArticleSettings:
     # Where the published help centre lives: an article's public URL is this joined with
     # its path under its folder, unless the article states its own (`Article.url`).
     url_base: str | None = None
+    refresh: RefreshRule = RefreshRule.EVERY_QUESTION
 
 
 class CitationStyle(StrEnum):

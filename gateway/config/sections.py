@@ -19,11 +19,12 @@ from gateway.config.model import (
     MaskPattern,
     Policy,
     PrivacySettings,
+    RefreshRule,
     StateSettings,
     Translations,
 )
 from gateway.config.urls import url_problem
-from gateway.config.walk import BOOL, INT, Walk, join
+from gateway.config.walk import INT, Walk, join
 from gateway.record import fields, replace
 
 if TYPE_CHECKING:
@@ -205,6 +206,12 @@ def read_articles(w: Walk, node: Node) -> ArticleSettings:
         elif key == "url_base":
             url = w.gather(None, partial(_page_url, w, value, key_path))
             settings = replace(settings, url_base=url)
+        elif key == "refresh":
+            hint = " (`on_index` trusts the index until `support-ask index` runs)"
+            rule = w.gather(
+                settings.refresh, partial(w.choice, value, key_path, RefreshRule, hint=hint)
+            )
+            settings = replace(settings, refresh=rule)
         else:
             cap: Any = w.integer(value, key_path, minimum=1)  # a max_* byte or file cap
             settings = replace(settings, **{key: cap})
@@ -280,7 +287,13 @@ def read_answers(w: Walk, node: Node) -> AnswerSettings:
     for key, (_, value) in entries.items():
         key_path = f"answers.{key}"
         if key == "citations":
-            check: Callable[[], object] = partial(_citation_style, w, value, key_path)
+            check: Callable[[], object] = partial(
+                w.choice,
+                value,
+                key_path,
+                CitationStyle,
+                hint=" (`none` leaves the sources to a channel that shows them from the JSON)",
+            )
         elif key == "require_citation":
             check = partial(w.boolean, value, key_path)
         elif key == "languages":
@@ -406,20 +419,6 @@ def _phrases(w: Walk, node: Node, path: str) -> tuple[tuple[str, str | Translati
         if text is not None:
             worded.append((name, text))
     return tuple(worded)
-
-
-def _citation_style(w: Walk, node: Node, path: str) -> CitationStyle:
-    from yaml import ScalarNode
-
-    valid = [s.value for s in CitationStyle]
-    if not isinstance(node, ScalarNode) or node.tag == BOOL or node.value not in valid:
-        w.fail(
-            node,
-            path,
-            f"expected one of {', '.join(valid)}, got {w.describe(node)} (`none` leaves "
-            "the sources to a channel that shows them from the JSON)",
-        )
-    return CitationStyle(node.value)
 
 
 def read_log(w: Walk, node: Node) -> LogSettings:

@@ -10,6 +10,7 @@ with yaml inside the functions that need it.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     Pair = tuple[Node, Node]
 
 T = TypeVar("T")
+E = TypeVar("E", bound=StrEnum)
 
 INT = "tag:yaml.org,2002:int"
 FLOAT = "tag:yaml.org,2002:float"
@@ -250,6 +252,18 @@ class Walk:
         if not isinstance(node, ScalarNode) or node.tag != BOOL:
             self.fail(node, path, f"expected true or false, got {self.describe(node)}")
         return bool(self.loader.construct_object(node))
+
+    def choice(self, node: Node, path: str, among: type[E], *, hint: str = "") -> E:
+        """One of a closed set's values, as written (`hint`: what a choice means, said
+        after the values when the text is none of them)."""
+        from yaml import ScalarNode
+
+        valid = [member.value for member in among]
+        # `off`, `no` and the like are YAML's booleans: never a value, whatever they read as.
+        if not isinstance(node, ScalarNode) or node.tag == BOOL or node.value not in valid:
+            got = self.describe(node)
+            self.fail(node, path, f"expected one of {', '.join(valid)}, got {got}{hint}")
+        return among(node.value)
 
     def path_value(self, node: Node | None, path: str) -> Path | None:
         text = self.optional_text(node, path)

@@ -3,7 +3,9 @@
 A small set (its files hold at most `DIRECT_BYTES`) and a set sent whole (`max_tokens:
 all`) are read this run into a `MemoryIndex`: reading a dozen articles costs less than
 opening a database, and never imports sqlite3. Any other set is kept in a `SqliteIndex`
-in the user cache dir and refreshed to the files found now. Both rank alike.
+in the user cache dir and refreshed to the files found now, or, trusted (`articles.refresh:
+on_index`), read as `support-ask index` left it without looking at the files. Both rank
+alike.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from gateway.knowledge.load import ArticlesError, read
 from gateway.model import Article
 
 if TYPE_CHECKING:
-    from gateway.knowledge.store import RefreshProgress
+    from gateway.knowledge.store import RefreshProgress, SqliteIndex
 
 DIRECT_BYTES = 256_000
 Warn = Callable[[str], None]
@@ -49,15 +51,25 @@ def open_centre(
     progress: Callable[[RefreshProgress], None] | None = None,
     keep: bool | None = None,
     exclude: Sequence[str] = (),
+    trust: bool = False,
 ) -> Index:
     """The help centre under `paths` as an Index.
 
     `keep`: True keeps an index on disk, False reads the files now, None decides by size
     (`whole` never keeps one). `exclude`: patterns of files in the folders that are not
-    articles (`files.walk`). `cache_dir` is asked only when an index is kept. Every
+    articles (`files.walk`). `trust` (`articles.refresh: on_index`): a kept index made
+    whole for these settings is read as it is, walking nothing; only where there is none
+    are the files walked. `cache_dir` is asked only when an index is kept or trusted. Every
     skipped file is warned about. Raises `files.SetTooLarge` past the caps,
     `load.ArticlesError` when no article is readable.
     """
+    opened = None
+    if trust and keep is not False and not whole:
+        opened = _kept(paths, cache_dir, warn)
+        if opened is not None and opened.trusted(_asked(exclude, limits)):
+            for warning in opened.warnings:
+                warn(warning)
+            return _readable(opened, paths)
     found, warnings = discover(paths, limits, exclude)
     for warning in warnings:
         warn(warning)
@@ -65,13 +77,39 @@ def open_centre(
     if keep is None:
         keep = not whole and not is_small(found)
     if not keep:
+        if opened is not None:
+            opened.close()
         index = MemoryIndex(read_found(found, warn))
     else:
-        index = _stored(paths, found, cache_dir, warn, progress)
+        asked = _asked(exclude, limits)
+        index = _stored(paths, found, cache_dir, warn, progress, asked, opened)
+    return _readable(index, paths)
+
+
+def _readable(index: Index, paths: Sequence[Path]) -> Index:
     if index.size().articles == 0:
         where = ", ".join(str(p) for p in paths)
         raise ArticlesError(f"no readable article in {where}", [])
     return index
+
+
+def _asked(exclude: Sequence[str], limits: ArticleCaps) -> bytes:
+    from gateway.knowledge import kept
+
+    return kept.asked(exclude, limits)
+
+
+def _kept(paths: Sequence[Path], cache_dir: Callable[[], Path], warn: Warn) -> SqliteIndex | None:
+    """The index kept for `paths`, opened, if there is one to open."""
+    from gateway.knowledge import store
+
+    path = store.index_path(cache_dir(), paths)
+    if not path.exists():
+        return None
+    try:
+        return store.SqliteIndex.open(path, paths, warn=warn)
+    except store.IndexUnavailable:
+        return None
 
 
 def _stored(
@@ -80,21 +118,27 @@ def _stored(
     cache_dir: Callable[[], Path],
     warn: Warn,
     progress: Callable[[RefreshProgress], None] | None,
+    asked: bytes,
+    opened: SqliteIndex | None = None,
 ) -> Index:
+    """The kept index (`opened` already, else opened here), refreshed to `found`."""
     from gateway.knowledge import store
 
-    path = store.index_path(cache_dir(), paths)
-    if not path.exists():  # a first index: every file is read
-        from gateway.knowledge.reading import start_early
+    if opened is not None:
+        index = opened
+    else:
+        path = store.index_path(cache_dir(), paths)
+        if not path.exists():  # a first index: every file is read
+            from gateway.knowledge.reading import start_early
 
-        start_early(found)
+            start_early(found)
+        try:
+            index = store.SqliteIndex.open(path, paths, warn=warn)
+        except store.IndexUnavailable as exc:
+            warn(f"{exc}: reading every article this run instead of keeping an index")
+            return MemoryIndex(read_found(found, warn))
     try:
-        index = store.SqliteIndex.open(path, paths, warn=warn)
-    except store.IndexUnavailable as exc:
-        warn(f"{exc}: reading every article this run instead of keeping an index")
-        return MemoryIndex(read_found(found, warn))
-    try:
-        index.refresh(found, progress=progress)
+        index.refresh(found, progress=progress, asked=asked)
     except store.IndexBusy:
         index.close()
         warn(
@@ -102,7 +146,7 @@ def _stored(
             "indexing in memory for this run"
         )
         index = store.SqliteIndex.open(None, paths, warn=warn)
-        index.refresh(found, progress=progress)
+        index.refresh(found, progress=progress, asked=asked)
     for warning in index.warnings:
         warn(warning)
     return index

@@ -7,6 +7,11 @@ skipped, only by an update that leaves no file to read again (none changed, none
 unsettled), in the transaction that made the rows so; every other update forgets it. So
 while it is kept, comparing a walk with it says what comparing every row would, and an
 edit in place (another size or mtime) is a walk that differs.
+
+A kept walk begins with what the walk was asked (`asked`: the patterns left out, the caps),
+so an index can also be trusted without walking (`trusted`, for `articles.refresh:
+on_index`) only for the settings it was made whole for: a page a new exclude pattern leaves
+out is never served from an index made before it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Callable, Sequence
 
-from gateway.knowledge.files import Found
+from gateway.knowledge.files import ArticleCaps, Found
 from gateway.knowledge.sqlite import roll_back, sqlite3
 
 # A file's row as a refresh compares it: id, path, size, mtime_ns, inode, problem.
@@ -26,11 +31,20 @@ Arrangement = tuple[list[int], list[str]]
 KEYS = ("walked", "arranged")
 
 
-def walked(found: Sequence[Found]) -> bytes:
-    """What a walk found, as bytes to compare whole: each file's path, size, times and
-    identity, in order (marshal's version 2 writes no back-references, which would depend on
-    how the objects are shared: the same files give the same bytes in every process)."""
-    return marshal.dumps(list(map(tuple, found)), 2)
+def asked(exclude: Sequence[str], limits: ArticleCaps) -> bytes:
+    """What a walk is asked, as the bytes its kept walk begins with. Marshal's objects are
+    self-delimiting, so no settings' bytes begin another's, and a walk kept before these
+    began (a list) never begins with them (a tuple)."""
+    caps = (limits.max_article_bytes, limits.max_set_bytes, limits.max_set_files)
+    return marshal.dumps((tuple(exclude), caps), 2)
+
+
+def walked(found: Sequence[Found], asked: bytes = b"") -> bytes:
+    """What a walk asked `asked` found, as bytes to compare whole: each file's path, size,
+    times and identity, in order (marshal's version 2 writes no back-references, which would
+    depend on how the objects are shared: the same files give the same bytes in every
+    process)."""
+    return asked + marshal.dumps(list(map(tuple, found)), 2)
 
 
 def arrangement(found: Sequence[Found], seen: Sequence[Seen]) -> Arrangement:
@@ -56,6 +70,20 @@ def read(db: sqlite3.Connection, walk: bytes) -> Arrangement | None:
     if kept.get(KEYS[0]) != walk:
         return None
     ids, warnings = marshal.loads(kept[KEYS[1]])
+    return ids, warnings
+
+
+def trusted(db: sqlite3.Connection, asked: bytes) -> Arrangement | None:
+    """The arrangement kept for any walk asked `asked`, found by no walk now (one statement;
+    the walk's bytes compared in SQLite, not read out)."""
+    row = db.execute(
+        "SELECT value FROM meta WHERE key = ? AND "
+        "(SELECT substr(value, 1, ?) FROM meta WHERE key = ?) = ?",
+        (KEYS[1], len(asked), KEYS[0], asked),
+    ).fetchone()
+    if row is None:
+        return None
+    ids, warnings = marshal.loads(row[0])
     return ids, warnings
 
 

@@ -12,7 +12,9 @@ kept here, within the articles the cut keeps.
 Freshness: each file's size, mtime and inode are kept; a refresh re-reads only the files
 whose values differ, and drops the ones gone. What the walk found when the index was last
 made whole for it is kept too (`kept`), so a walk that finds every file as it was (every
-question's, mostly) is compared with it once, not file by file. A file changed less than a
+question's, mostly) is compared with it once, not file by file; under `articles.refresh:
+on_index` a question walks nothing and takes that arrangement as it is (`trusted`), for
+the settings it was kept for. A file changed less than a
 timestamp tick before it was read is stored as unsettled and read again next time (an edit
 within the same tick would otherwise keep every value). Concurrency: every update is one
 `BEGIN IMMEDIATE` transaction; a second builder waits for the first, then finds nothing
@@ -228,13 +230,26 @@ class SqliteIndex:
                 changed.append(file)
         return changed, [row[0] for row in known.values()]
 
+    def trusted(self, asked: bytes) -> bool:
+        """Arrange the articles as the index was last made whole for a walk asked `asked`
+        (`kept.asked`), walking nothing: False where it was not (the caller walks then)."""
+        arranged = kept.trusted(self._db, asked)
+        if arranged is not None:
+            self._arrange(*arranged)
+        return arranged is not None
+
     def refresh(
-        self, found: Sequence[Found], *, progress: Callable[[RefreshProgress], None] | None = None
+        self,
+        found: Sequence[Found],
+        *,
+        progress: Callable[[RefreshProgress], None] | None = None,
+        asked: bytes = b"",
     ) -> Refresh:
-        """Bring the index up to the files `found` now: read the new and changed ones,
-        drop the gone ones. Raises `IndexBusy` if another process holds it too long."""
+        """Bring the index up to the files `found` now by a walk asked `asked`
+        (`kept.asked`): read the new and changed ones, drop the gone ones. Raises
+        `IndexBusy` if another process holds it too long."""
         started = time.monotonic()
-        walk = kept.walked(found)
+        walk = kept.walked(found, asked)
         arranged = kept.read(self._db, walk)
         if arranged is not None:  # every file as it was when the index was last made whole
             self._arrange(*arranged)

@@ -117,6 +117,16 @@ def test_config_check_shows_the_help_centre_and_refuses_a_missing_one(site: Path
     data = json.loads(run(["config", "check", "-c", config, "--json"]).stdout)
     assert data["articles"]["paths"] == [str(site / "kb")]
     assert data["articles"]["exclude"] == ["**/changelog*"]
+    assert data["articles"]["refresh"] == "every_question"
+    assert "refreshed:" not in checked.stdout
+    trusting = write_config(site, "  paths: kb\n  refresh: on_index\n")
+    checked = run(["config", "check", "-c", trusting])
+    assert checked.exit_code == 0, checked.stderr
+    assert "  refreshed: by `support-ask index` alone (articles.refresh: on_index)\n" in (
+        checked.stdout
+    )
+    data = json.loads(run(["config", "check", "-c", trusting, "--json"]).stdout)
+    assert data["articles"]["refresh"] == "on_index"
     config = write_config(site, "  paths: [kb, manual]\n")
     checked = run(["config", "check", "-c", config])
     assert checked.exit_code == 78

@@ -151,6 +151,28 @@ def test_index_builds_then_refreshes_then_reports_and_clears(centre: Path) -> No
     assert "not indexed yet" in run(["index", "--status", str(centre)]).stdout
 
 
+def test_on_index_answers_from_the_index_until_the_index_command_runs(
+    centre: Path, workdir: Path
+) -> None:
+    (workdir / "support-ask.yaml").write_text(
+        "product: Acme Cloud\ndeployments:\n  - {name: local, provider: local, "
+        "context_window: 1000000}\narticles:\n  refresh: on_index\n"
+    )
+    assert run(["index", str(centre), "-q"]).exit_code == 0
+    moved = "Write to refunds@acme.example within 60 days of the charge to get your money back."
+    age(centre / "refunds.md", f"# Refunds for annual plans\n\n## Asking for a refund\n\n{moved}\n")
+    code, data, _ = ask(QUESTION, "-a", str(centre))
+    assert code == 0 and NEEDLE in str(data["answer"])
+    status = run(["index", "--status", str(centre)]).stdout
+    assert (
+        "stale: 1 files changed, added or removed since (articles.refresh is on_index: "
+        f"questions answer from the index as it is until `support-ask index {centre}` runs)"
+    ) in status
+    assert "1 files read" in run(["index", str(centre), "-q"]).stdout
+    code, data, _ = ask(QUESTION, "-a", str(centre))
+    assert code == 0 and moved in str(data["answer"])
+
+
 def test_index_of_a_small_help_centre_says_none_is_needed(workdir: Path) -> None:
     result = run(["index", str(KB)])
     assert result.exit_code == 0

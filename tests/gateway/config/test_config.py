@@ -27,7 +27,7 @@ from gateway.config import (
 )
 from gateway.config import cache as config_cache
 from gateway.config import validate as config_validate
-from gateway.config.model import OFFLINE_WINDOW
+from gateway.config.model import OFFLINE_WINDOW, RefreshRule
 from gateway.model import ProviderKind
 from tests.support.paths import REPO
 
@@ -876,6 +876,26 @@ BAD = {
         "answers.citations",
         "expected one of markers, none",
     ),
+    "refresh not one of its rules": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        articles:
+          refresh: hourly   #!
+        """,
+        "articles.refresh",
+        "expected one of every_question, on_index, got text 'hourly' (`on_index` trusts",
+    ),
+    "refresh a boolean": (
+        """
+        product: X
+        deployments: [{name: a, provider: local, context_window: 10}]
+        articles:
+          refresh: no   #!
+        """,
+        "articles.refresh",
+        "expected one of every_question, on_index, got a true/false value",
+    ),
     "require_citation not a boolean": (
         """
         product: X
@@ -1528,6 +1548,7 @@ log:
   max_bytes: 1000
 articles:
   url_base: https://help.acme.example/kb
+  refresh: on_index
 answers:
   citations: none
   require_citation: true
@@ -1577,6 +1598,7 @@ def test_a_config_with_every_field_comes_back_from_the_cache_the_same(
     assert validations == [str(path)]
     assert again == first and again is not first
     assert again.deployments[0].provider is ProviderKind.AZURE
+    assert again.articles.refresh is RefreshRule.ON_INDEX
     assert private_cache.stat().st_mode & 0o777 == 0o600
 
 
