@@ -46,12 +46,16 @@ ARTICLES = {
 }
 
 
-def config_text(base_url: str, work: Path, *, min_relevance: float | None = None) -> str:
+def config_text(
+    base_url: str, work: Path, *, min_relevance: float | None = None, refresh: str | None = None
+) -> str:
     """The one loopback deployment's config; `min_relevance` (when given) sets the relevance
-    floor, which a tree from before the floor would refuse as an unknown key."""
-    floor = "" if min_relevance is None else f"articles:\n  min_relevance: {min_relevance}\n"
+    floor and `refresh` articles.refresh, which a tree from before either would refuse as
+    an unknown key."""
+    given = {"min_relevance": min_relevance, "refresh": refresh}
+    articles = "".join(f"  {key}: {value}\n" for key, value in given.items() if value is not None)
     return (
-        floor
+        ("articles:\n" + articles if articles else "")
         + f"""\
 product: Acme Cloud
 max_output_tokens: 400

@@ -60,6 +60,7 @@ class Tool:
         window: int = 128_000,
         env: Mapping[str, str] | None = None,
         min_relevance: float | None = None,
+        refresh: str | None = None,
     ) -> None:
         self.argv = list(argv)
         self.work = work
@@ -67,7 +68,7 @@ class Tool:
         self.home.mkdir(parents=True, exist_ok=True)
         self.server = server
         self.config = work / "config.yaml"
-        text = config_text(server.base_url, work, min_relevance=min_relevance)
+        text = config_text(server.base_url, work, min_relevance=min_relevance, refresh=refresh)
         text = text.replace("128000", str(window))
         self.config.write_text(text)
         self.env = child_env(self.home, {KEY_ENV: "sk-bench-not-a-real-key", **(env or {})})
