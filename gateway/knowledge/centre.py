@@ -70,7 +70,12 @@ def open_centre(
             for warning in opened.warnings:
                 warn(warning)
             return _readable(opened, paths)
-    found, warnings = discover(paths, limits, exclude)
+    try:
+        found, warnings = discover(paths, limits, exclude)
+    except BaseException:  # past the caps (or stopped): the index opened is not used
+        if opened is not None:
+            opened.close()
+        raise
     for warning in warnings:
         warn(warning)
     index: Index

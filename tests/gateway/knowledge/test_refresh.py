@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.runtime import wiring
+from cli.runtime.failure import CliError
 from gateway.config import ArticleSettings, Config, load_default_config
 from gateway.config.model import RefreshRule
 from gateway.knowledge import centre, kept, store
@@ -184,3 +185,10 @@ def test_an_unsettled_file_leaves_nothing_to_trust_so_the_next_question_walks(
     again = ask(root, config())
     assert "three days" in text_of(again, "refund annual plan")
     again.close()
+
+
+def test_a_set_past_caps_lowered_since_the_index_is_refused_not_trusted(root: Path) -> None:
+    index_command(root, config())
+    with pytest.raises(CliError) as refused:
+        ask(root, config(max_set_files=10))
+    assert refused.value.code == 66 and "articles.max_set_files" in refused.value.message
