@@ -16,16 +16,20 @@ passage (`Cut.by_passage`), by all their passages' scores added up (`Cut.by_arti
 long page about the question that no one passage sums up), and by their titles
 (`Cut.by_title`). Passages are searched for the question's rarer words (`Cut.searched`):
 a word in more than `Cut.common_share` of the set adds little to any score and most to
-the search's cost; the ranker still counts it in every passage it reads.
+the search's cost; the ranker still counts it in every passage it reads. And they are
+searched for no more rows than `Cut.postings`, the rarest words first: a word's rows grow
+with the set, so without a bound each doubling of it doubled the search's cost; within
+it, a larger set is searched for its question's rarest words alone (the ones that say
+most about what is asked), at the cost of a smaller one.
 
-The sizes were chosen with `bench/run firstcut` over git's and PostgreSQL's manuals: the
-smallest that keep page and evidence recall at 2,000 and 6,000 tokens as ranking every
-passage has them, the same handoffs, and every offline answer from the same article
-(bench/RESULTS.md). A larger prompt holds more articles' passages than a cut of a fixed
-size leaves it to choose from (at 16,000 tokens PostgreSQL's held-out questions lost a page
-that ranking every passage finds), so the cut grows with the budget (`Cut.within`): as
-many articles kept per token of prompt as at the default budget, never fewer than the
-sizes above.
+The sizes (`Cut.postings` too) were chosen with `bench/run firstcut` over git's and
+PostgreSQL's manuals: the smallest that keep page and evidence recall at 2,000 and 6,000
+tokens as ranking every passage has them, the same handoffs, and every offline answer
+from the same article (bench/RESULTS.md). A larger prompt holds more articles' passages
+than a cut of a fixed size leaves it to choose from (at 16,000 tokens PostgreSQL's
+held-out questions lost a page that ranking every passage finds), so the cut grows with
+the budget (`Cut.within`): as many articles kept, and rows searched, per token of prompt
+as at the default budget, never fewer than the sizes above.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ class Cut:
     # for (but still counted); the `searched_at_least` rarest always are.
     common_share: float = 1 / 8
     searched_at_least: int = 2
+    # The searched words' passages and titles together at most this many, the rarer
+    # words first (None: no bound). Each is a row FTS5 scores, so this bounds the
+    # search's cost however large the set grows, where the share above grows with it.
+    postings: int | None = 6000
     # The prompt's tokens per article kept, at least: the sizes above keep 150 articles
     # for the default budget's 6,000 tokens (`articles.max_tokens`), 40 tokens each.
     tokens_per_article: int = 40
@@ -69,13 +77,22 @@ class Cut:
             by_passage=math.ceil(self.by_passage * scale),
             by_article=math.ceil(self.by_article * scale),
             by_title=math.ceil(self.by_title * scale),
+            postings=None if self.postings is None else math.ceil(self.postings * scale),
         )
 
     def searched(self, df: Mapping[str, int], units: int) -> list[str]:
         """The words searched for: the known ones at most `common_share` of the set
-        holds, else the `searched_at_least` rarest."""
+        holds, the rarest first while their counts together are within `postings`; else
+        the `searched_at_least` rarest."""
         known = sorted((n, term) for term, n in df.items() if n)
-        rare = [term for n, term in known if n <= self.common_share * units]
+        rare, held = [], 0
+        for n, term in known:
+            if n > self.common_share * units or (
+                self.postings is not None and held + n > self.postings
+            ):
+                break
+            rare.append(term)
+            held += n
         if len(rare) < self.searched_at_least:
             rare = [term for _, term in known[: self.searched_at_least]]
         return rare

@@ -13,6 +13,8 @@ from gateway.knowledge.files import discover
 from gateway.knowledge.rank import rank
 from gateway.knowledge.select import best_within
 from gateway.knowledge.store import SqliteIndex
+from gateway.knowledge.terms import query_terms
+from gateway.record import replace
 from tests.support.helpcentre import age
 
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "pe", "da", "zu", "ri", "mo")
@@ -116,6 +118,41 @@ def test_the_cut_grows_with_the_budget_and_never_below_its_sizes() -> None:
     assert first.within(None) == first.within(2_000) == first.within(6_000) == first
     assert first.within(16_000).articles >= first.articles * 16_000 / 6_000
     assert first.within(12_000).by_title == 2 * first.by_title
+
+
+def test_the_rarest_words_are_searched_while_their_rows_fit_the_bound() -> None:
+    df = {"common": 900, "rare": 10, "middling": 120, "scarce": 40, "absent": 0}
+    units = 10_000  # a share of 1/8 is 1,250: none is too common on its own
+    bounded = replace(cut.DEFAULT, postings=200)
+    assert bounded.searched(df, units) == ["rare", "scarce", "middling"]  # 170 rows
+    assert replace(bounded, postings=100).searched(df, units) == ["rare", "scarce"]
+    # Never fewer than the rarest two, whatever their rows.
+    assert replace(bounded, postings=5).searched(df, units) == ["rare", "scarce"]
+    assert replace(bounded, postings=None).searched(df, units) == [
+        "rare", "scarce", "middling", "common"
+    ]  # fmt: skip
+    assert cut.DEFAULT.within(12_000).postings == 2 * cut.DEFAULT.postings
+
+
+def test_a_bound_on_rows_searched_still_finds_the_best_passages(tmp_path: Path) -> None:
+    write_manual(tmp_path / "kb", 240)
+    index = opened(tmp_path / "kb")
+    bounded = replace(cut.DEFAULT, postings=200)
+    rng = random.Random(3)
+    left_out = 0
+    for _ in range(20):
+        question = " ".join(rng.sample(VOCABULARY[10:400], 4))
+        found = index.hits(query_terms(question))
+        searched = bounded.searched(found.df, found.units)
+        assert sum(found.df[word] for word in searched) <= 200 or len(searched) == 2
+        left_out += len(searched) < len(replace(bounded, postings=None).searched(
+            found.df, found.units))  # fmt: skip
+        index.cut = bounded
+        with_bound = rank(question, index)
+        index.cut = None
+        assert with_bound[:3] == rank(question, index)[:3], question
+    assert left_out >= 10  # the bound left words out of most searches
+    index.close()
 
 
 def test_a_word_that_reads_as_a_search_operator_is_searched_as_a_word(tmp_path: Path) -> None:
