@@ -10,20 +10,27 @@ in fresh processes, the two trees taking turns:
   under a second folder), and over examples/kb: each tree's ratio of the large set to
   examples/kb (<= 1.2x) and what each doubling adds (<= +5 ms); and the same questions of
   this tree under `articles.refresh: on_index` (a question that trusts the index
-  `support-ask index` made, walking nothing), against this tree's default.
+  `support-ask index` made, walking nothing), against this tree's default;
+- what each doubling adds to this tree's question in one process (bench/doubling_worker.py:
+  the help centre opened and the passages selected, under each rule, the calls taking
+  turns), where a fresh process's start-up, the same at every size, does not spread the
+  few milliseconds the target is about over a run's noise.
 
 The relevance floor is off (as in `bench/run scale`): this measures the answering path.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bench.context import Context
-from bench.docsets import KB, PG_DOC, copy_pages, size_of, write_html_set
+from bench.docsets import KB, PG_DOC, ROOT, copy_pages, size_of, write_html_set
 from bench.loopback import ANSWER, Loopback
 from bench.procs import Command, Run, RunFailed, interleave
 from bench.scale import KB_QUESTION, LARGE_QUESTION, subsets
@@ -71,8 +78,9 @@ def run(ctx: Context) -> list[Row]:
         rows = _build(ctx, tools, large)
         tools[TRUSTING] = Tool(ctx.support_ask, ctx.folder("speedpass-trusting"), server,
                                min_relevance=0.0, refresh="on_index")  # fmt: skip
-        rows += _warm(ctx, tools, {"half": half, "whole": large, "double": double}, kb)
-    return rows
+        sets = {"half": half, "whole": large, "double": double}
+        rows += _warm(ctx, tools, sets, kb)
+    return rows + _in_one_process(ctx, sets)
 
 
 def _of(runs: Sequence[Run], field: str) -> Summary:
@@ -156,4 +164,33 @@ def _warm(ctx: Context, tools: dict[str, Tool], sets: dict[str, Path], kb: Path)
     rows.append(Row(GROUP, f"warm question, examples/kb, {this}", Unit.MILLIS,
                     wall[f"warm question, examples/kb, {this}"],
                     wall[f"warm question, examples/kb, {before}"], before))  # fmt: skip
+    return rows
+
+
+# A call in one process costs a tenth of a fresh process's question: more turns, same time.
+IN_PROCESS_ROUNDS = 3
+
+
+def _in_one_process(ctx: Context, sets: dict[str, Path]) -> list[Row]:
+    """Each doubling's added time to this tree's question, in one process, per rule."""
+    rounds = ctx.sizes.kb_rounds * IN_PROCESS_ROUNDS
+    argv = [sys.executable, str(ROOT / "bench" / "doubling_worker.py"),
+            str(ctx.folder("speedpass-inprocess") / "cache"), str(rounds), LARGE_QUESTION,
+            *(str(folder) for folder in sets.values())]  # fmt: skip
+    # Run as a script, this tree first on its path (as bench/offline.py runs its worker).
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    if done.returncode != 0:
+        raise RunFailed(f"the in-process worker failed: {done.stderr[-2000:]}")
+    out = json.loads(done.stdout)
+    if not out["same"]:
+        raise RunFailed("the in-process worker chose other passages in some call")
+    rows = []
+    for rule, by_folder in out["seconds"].items():
+        took = {label: Summary.of(by_folder[str(folder)]) for label, folder in sets.items()}
+        for smaller, larger in (("half", "whole"), ("whole", "double")):
+            low = f"a question's help centre in one process, {smaller}, {rule}"
+            rows.append(Row(GROUP, f"a question's help centre in one process, {larger}, {rule}",
+                            Unit.MILLIS, took[larger], took[smaller], low,
+                            DOUBLING_TARGET))  # fmt: skip
     return rows
