@@ -53,4 +53,4 @@ def main(cache: str, rounds: str, question: str, *folders: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4], *sys.argv[4:])
+    main(*sys.argv[1:])
