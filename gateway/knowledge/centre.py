@@ -63,13 +63,15 @@ def open_centre(
     skipped file is warned about. Raises `files.SetTooLarge` past the caps,
     `load.ArticlesError` when no article is readable.
     """
-    opened = None
+    opened, asked = None, None
     if trust and keep is not False and not whole:
         opened = _kept(paths, cache_dir, warn)
-        if opened is not None and opened.trusted(_asked(exclude, limits)):
-            for warning in opened.warnings:
-                warn(warning)
-            return _readable(opened, paths)
+        if opened is not None:
+            asked = _asked(exclude, limits)
+            if opened.trusted(asked):
+                for warning in opened.warnings:
+                    warn(warning)
+                return _readable(opened, paths)
     try:
         found, warnings = discover(paths, limits, exclude)
     except BaseException:  # past the caps (or stopped): the index opened is not used
@@ -86,7 +88,8 @@ def open_centre(
             opened.close()
         index = MemoryIndex(read_found(found, warn))
     else:
-        asked = _asked(exclude, limits)
+        if asked is None:  # computed above only where an index was opened to trust
+            asked = _asked(exclude, limits)
         index = _stored(paths, found, cache_dir, warn, progress, asked, opened)
     return _readable(index, paths)
 
