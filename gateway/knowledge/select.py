@@ -88,7 +88,10 @@ def _within(ranked: Sequence[Ranked], budget: int) -> list[Ranked]:
     taken: dict[int, int] = {}
     chosen: list[Ranked] = []
     left = budget
-    while heap and left > 0:
+    # Once what is left is below every passage's size nothing more can be taken: a large
+    # set's prompt fills to within a token or two long before its thousands are popped.
+    smallest = min((found.tokens for found in ranked), default=0)
+    while heap and left > 0 and left >= smallest:
         _, key, place = heapq.heappop(heap)
         queue = queues[key[0]]
         found = queue[place]
