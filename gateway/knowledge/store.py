@@ -63,6 +63,7 @@ except ImportError:  # pragma: no cover - a newer Python, or one built without i
 # filesystem that keeps only those (FAT: 2 s).
 _SETTLE_FINE_NS = 100_000_000
 _SETTLE_COARSE_NS = 2_000_000_000
+_OF_FILE = "SELECT id FROM passages WHERE file = ?"
 _WAIT_S = 60.0  # how long to wait for another process's update before giving up on it
 Warn = Callable[[str], None]
 # A passage's facts made as the tuple they are: a NamedTuple's own constructor is a Python
@@ -312,9 +313,9 @@ class SqliteIndex:
 
     def _forget(self, fid: int) -> None:
         db = self._db
-        db.execute(
-            "DELETE FROM terms WHERE rowid IN (SELECT id FROM passages WHERE file = ?)", (fid,)
-        )
+        # Out of FTS5's index first: it finds the postings in the table it read (`schema`).
+        for table, key in (("terms", "rowid"), ("passage_terms", "id")):
+            db.execute(f"DELETE FROM {table} WHERE {key} IN ({_OF_FILE})", (fid,))
         db.execute("DELETE FROM passages WHERE file = ?", (fid,))
         db.execute("DELETE FROM titles WHERE rowid = ?", (fid,))
         db.execute("DELETE FROM files WHERE id = ?", (fid,))
@@ -354,18 +355,17 @@ class SqliteIndex:
         )
         fid = cursor.lastrowid
         db.execute("INSERT INTO titles(rowid, title) VALUES (?, ?)", (fid, prepared.title_terms))
-        # The passages' ids given, as SQLite would give them (one past the largest), so
-        # their rows and their terms' go in two statements, not two per passage.
+        # The ids given as SQLite would (one past the largest): three statements, not three
+        # per passage (an INSERT ... SELECT into `terms` took twice a second insert's CPU).
         (first,) = db.execute("SELECT coalesce(max(id), 0) + 1 FROM passages").fetchone()
         db.executemany(
             'INSERT INTO passages(id, file, number, heading, hstart, hend, start, "end", words,'
             " first, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(pid, fid, *row) for pid, row in enumerate(prepared.passages, first)],
         )
-        db.executemany(
-            "INSERT INTO terms(rowid, heading, body) VALUES (?, ?, ?)",
-            [(pid, *row) for pid, row in enumerate(prepared.terms, first)],
-        )
+        terms = [(pid, *row) for pid, row in enumerate(prepared.terms, first)]
+        db.executemany("INSERT INTO passage_terms(id, heading, body) VALUES (?, ?, ?)", terms)
+        db.executemany("INSERT INTO terms(rowid, heading, body) VALUES (?, ?, ?)", terms)
 
     def _arrange(self, ids: list[int], warnings: list[str]) -> None:
         """Number the articles `ids` in their order (`kept.arrangement`'s)."""
@@ -423,9 +423,9 @@ class SqliteIndex:
         headings: dict[str, dict[str, int]] = {}
         for pid, fid, number, size, first, tokens, heading, body in _chunks(
             db,
-            "SELECT p.id, p.file, p.number, p.words, p.first, p.tokens, t.heading, t.body "
-            "FROM terms t JOIN passages p ON p.id = t.rowid WHERE terms MATCH ? "
-            "AND p.file IN ({})",
+            "SELECT p.id, p.file, p.number, p.words, p.first, p.tokens, c.heading, c.body "
+            "FROM terms t JOIN passages p ON p.id = t.rowid JOIN passage_terms c ON c.id = p.id "
+            "WHERE terms MATCH ? AND p.file IN ({})",
             files,
             before=(cut.match(words),),
         ):

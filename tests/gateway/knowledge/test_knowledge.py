@@ -27,6 +27,7 @@ from gateway.knowledge.store import SqliteIndex
 from gateway.model import Article, Status
 from gateway.record import replace
 from prompts import load_prompt, render
+from tests.support.formats import OWN_TERMS
 from tests.support.helpcentre import age, write_centre
 from tests.support.paths import REPO
 
@@ -252,6 +253,34 @@ def test_a_changed_added_or_removed_file_is_reindexed_alone(tmp_path: Path) -> N
         assert index.size().articles == 30
 
 
+def test_the_words_of_a_page_changed_or_removed_are_found_and_counted_no_more(
+    tmp_path: Path,
+) -> None:
+    # FTS5 indexes the passages' terms from a table of their own (`schema._TERMS`): what a
+    # refresh takes out of that table must leave its index too, or a word no page holds
+    # would still count in the set's document frequencies and in FTS5's own ranking.
+    root = big(tmp_path)
+    age(root / "quokka.md", "# Quokkas\n\nThe quokka smiles at every visitor.\n")
+    age(root / "wombat.md", "# Wombats\n\nA wombat digs long burrows.\n")
+    path = store.index_path(tmp_path / "cache", [root])
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        fresh(index, root)
+        assert index.hits(["quokka", "wombat", "burrow"]).df == {
+            "quokka": 2,
+            "wombat": 2,
+            "burrow": 1,
+        }
+    age(root / "quokka.md", "# Visitors\n\nEvery visitor is welcome.\n", seconds=30)
+    (root / "wombat.md").unlink()
+    with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
+        assert fresh(index, root).read == 1
+        hits = index.hits(["quokka", "wombat", "burrow", "welcom"])
+        assert {t: n for t, n in hits.df.items() if n} == {"welcom": 1}
+        assert rank("quokka wombat", index) == []
+    with sqlite3.connect(path) as db:  # the index as its content table has it
+        db.execute("INSERT INTO terms(terms, rank) VALUES ('integrity-check', 1)")
+
+
 def test_the_kept_totals_follow_the_set_as_it_changes(tmp_path: Path) -> None:
     # The budget's check and BM25's average length are kept with the index, not counted
     # per question: after each change they must be the set's as it is now.
@@ -362,9 +391,15 @@ EARLIER_FORMATS = {
         "DROP INDEX files_seen",
         "DROP INDEX files_facts",
         "DELETE FROM meta WHERE key IN ('walked', 'arranged', 'articles', 'words', 'tokens')",
+        *OWN_TERMS,
     ),
     # No index of the articles' facts, no walk kept.
-    5: ("DROP INDEX files_facts", "DELETE FROM meta WHERE key IN ('walked', 'arranged')"),
+    5: (
+        "DROP INDEX files_facts",
+        "DELETE FROM meta WHERE key IN ('walked', 'arranged')",
+        *OWN_TERMS,
+    ),
+    6: OWN_TERMS,
 }
 
 

@@ -18,6 +18,7 @@ from gateway.knowledge.relevance import relevance
 from gateway.knowledge.select import best_within
 from gateway.knowledge.store import SqliteIndex
 from gateway.model import Article, PageKind
+from tests.support.formats import OWN_TERMS
 from tests.support.helpcentre import age
 
 VACUUM = (
@@ -150,6 +151,8 @@ def test_an_index_of_the_previous_format_is_brought_up_to_date_in_place(tmp_path
         db.execute("DROP INDEX files_facts")
         db.execute("DELETE FROM meta WHERE key IN ('walked', 'arranged')")
         db.execute("ALTER TABLE files DROP COLUMN kind")
+        for statement in OWN_TERMS:
+            db.execute(statement)
         db.execute("UPDATE meta SET value = '3' WHERE key = 'format'")
     said: list[str] = []
     with SqliteIndex.open(path, [root], warn=said.append) as index:
