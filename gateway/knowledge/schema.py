@@ -40,7 +40,7 @@ TOTALS = ("articles", "words", "tokens")
 # `passage_terms`, and FTS5 indexes them from there (an external content table) rather
 # than keeping its own copy: a question reads the terms of the passages it ranks joined
 # to their rows, where reading them through the FTS5 table costs a lookup of FTS5's own
-# per row, about three times a plain table's (bench/RESULTS.md).
+# per row, about twice a plain table's (bench/RESULTS.md, "Index format 7").
 _TERMS = (
     "CREATE VIRTUAL TABLE terms USING fts5(heading, body, content='passage_terms', "
     "content_rowid='id', tokenize='unicode61 remove_diacritics 0')"
