@@ -63,7 +63,7 @@ except ImportError:  # pragma: no cover - a newer Python, or one built without i
 # filesystem that keeps only those (FAT: 2 s).
 _SETTLE_FINE_NS = 100_000_000
 _SETTLE_COARSE_NS = 2_000_000_000
-_OF_FILE = "SELECT id FROM passages WHERE file = ?"
+_OF_FILE = "SELECT id FROM passages WHERE file = ?"  # a file's passages, for `_forget`
 _WAIT_S = 60.0  # how long to wait for another process's update before giving up on it
 Warn = Callable[[str], None]
 # A passage's facts made as the tuple they are: a NamedTuple's own constructor is a Python
