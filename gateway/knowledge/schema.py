@@ -41,6 +41,7 @@ TOTALS = ("articles", "words", "tokens")
 # than keeping its own copy: a question reads the terms of the passages it ranks joined
 # to their rows, where reading them through the FTS5 table costs a lookup of FTS5's own
 # per row, about twice a plain table's (bench/RESULTS.md, "Index format 7").
+_PASSAGE_TERMS = "CREATE TABLE passage_terms(id INTEGER PRIMARY KEY, heading TEXT, body TEXT)"
 _TERMS = (
     "CREATE VIRTUAL TABLE terms USING fts5(heading, body, content='passage_terms', "
     "content_rowid='id', tokenize='unicode61 remove_diacritics 0')"
@@ -56,7 +57,7 @@ CREATE TABLE passages(
 CREATE INDEX files_seen ON files(path, size, mtime_ns, inode, problem);
 CREATE INDEX files_facts ON files(id, words, kind);
 CREATE INDEX passages_file ON passages(file, number);
-CREATE TABLE passage_terms(id INTEGER PRIMARY KEY, heading TEXT, body TEXT);
+{_PASSAGE_TERMS};
 {_TERMS};
 CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, instance);
 CREATE VIRTUAL TABLE terms_rows USING fts5vocab(terms, row);
@@ -144,7 +145,7 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE files ADD COLUMN kind TEXT")
         db.execute("UPDATE files SET mtime_ns = -1")
     if was in {"3", "4", "5", "6"}:
-        db.execute("CREATE TABLE passage_terms(id INTEGER PRIMARY KEY, heading TEXT, body TEXT)")
+        db.execute(_PASSAGE_TERMS)
         db.execute("INSERT INTO passage_terms SELECT rowid, heading, body FROM terms")
         db.execute("DROP TABLE terms")
         db.execute(_TERMS)
