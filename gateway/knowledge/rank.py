@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from typing import NamedTuple
 
 from gateway.knowledge.index import Index, PassageKey
@@ -54,6 +55,7 @@ NAVIGATION_WEIGHT = 0.5
 # A ranked passage made as the tuple it is: `Ranked`'s own constructor is a Python function,
 # called once per passage hit (thousands a question over a large help centre).
 _tuple = tuple.__new__
+_key, _score = itemgetter(0), itemgetter(1)
 
 
 class Ranked(NamedTuple):
@@ -158,5 +160,8 @@ def rank(question: str | Query, index: Index, budget: int | None = None) -> list
             )
         else:
             ranked.append(_tuple(Ranked, (key, score, held / total, facts.tokens, False)))
-    ranked.sort(key=lambda r: (-r.score, r.key))
+    # Best first, ties to the earlier key: by key, then (stably) by score, each sort's key
+    # a C getter rather than a Python function called per passage.
+    ranked.sort(key=_key)
+    ranked.sort(key=_score, reverse=True)
     return ranked

@@ -162,6 +162,17 @@ def test_a_long_page_repeating_the_question_does_not_crowd_out_the_one_answering
     assert chosen.tokens <= budget
 
 
+def test_passages_that_score_alike_rank_in_the_help_centres_order() -> None:
+    # Each article's three sections are the same words, so every passage of a copy scores
+    # what the others do: ties go to the earlier article, then its earlier passage.
+    sections = "\n\n".join(f"## Exports\n\nExport the report as CSV. Copy {n}." for n in "abc")
+    copies = [Article(f"Guide {n}", f"guide-{n}.md", f"# Guide\n\n{sections}") for n in (1, 2)]
+    ranking = rank("export the report", MemoryIndex(copies))
+    assert len({round(r.score, 9) for r in ranking}) == 1
+    assert [r.key for r in ranking] == sorted(r.key for r in ranking)
+    assert ranking[0].key[0] == 0
+
+
 def test_all_sends_every_article_whole_whatever_the_size(centre: Path) -> None:
     said: list[str] = []
     index = wiring.open_help_centre([centre], config(), whole=True, warn=said.append)
