@@ -93,12 +93,17 @@ def rank(question: str | Query, index: Index, budget: int | None = None) -> list
         return []
     per_article: dict[int, dict[str, int]] = {}
     body_of, heading_of = hits.body, hits.heading
+    # No empty dict made per passage for a default: most passages' articles are met before.
     for key, facts in hits.facts.items():
-        counts = per_article.setdefault(key[0], {})
-        for term, count in body_of.get(key, {}).items():
-            counts[term] = counts.get(term, 0) + count
-        if facts.first:  # a heading shared by a section's passages counts once
-            for term, count in heading_of.get(key, {}).items():
+        counts = per_article.get(key[0])
+        if counts is None:
+            counts = per_article[key[0]] = {}
+        if body := body_of.get(key):
+            for term, count in body.items():
+                counts[term] = counts.get(term, 0) + count
+        if facts.first and (heading := heading_of.get(key)):
+            # A heading shared by a section's passages counts once.
+            for term, count in heading.items():
                 counts[term] = counts.get(term, 0) + count
     for article, title in hits.title.items():
         counts = per_article.setdefault(article, {})
@@ -134,26 +139,29 @@ def rank(question: str | Query, index: Index, budget: int | None = None) -> list
         # order (the order the sums were always made in, so the scores are the same). An
         # index's counts hold the terms in the order asked (`Hits`): a passage with only
         # body words (most) is summed in its own order, with no set made or sorted.
-        held_terms: Iterable[str]
-        if heading or title:
-            present = body.keys() | heading.keys() | title.keys()
-            held_terms = sorted(present, key=place.__getitem__) if len(present) > 1 else present
-        else:
-            held_terms = body.keys()
-        for term in held_terms:
-            tf = title.get(term, 0) + body.get(term, 0)
-            in_heading = heading.get(term, 0)
-            if tf:
+        if not (heading or title):
+            for term, tf in body.items():
                 score += idf[term] * tf * saturation / (tf + norm)
-            if in_heading:
-                score += (
-                    heading_weight
-                    * idf[term]
-                    * in_heading
-                    * saturation
-                    / (in_heading + heading_norm)
-                )
-            held += weights[term]
+                held += weights[term]
+        else:
+            present = body.keys() | heading.keys() | title.keys()
+            held_terms: Iterable[str] = (
+                sorted(present, key=place.__getitem__) if len(present) > 1 else present
+            )
+            for term in held_terms:
+                tf = title.get(term, 0) + body.get(term, 0)
+                in_heading = heading.get(term, 0)
+                if tf:
+                    score += idf[term] * tf * saturation / (tf + norm)
+                if in_heading:
+                    score += (
+                        heading_weight
+                        * idf[term]
+                        * in_heading
+                        * saturation
+                        / (in_heading + heading_norm)
+                    )
+                held += weights[term]
         if article in navigation:
             ranked.append(
                 _tuple(Ranked, (key, score * NAVIGATION_WEIGHT, held / total, facts.tokens, True))

@@ -173,6 +173,23 @@ def test_passages_that_score_alike_rank_in_the_help_centres_order() -> None:
     assert ranking[0].key[0] == 0
 
 
+def test_a_sections_heading_counts_once_in_its_article_however_many_passages_it_spans() -> None:
+    # Both pages name backups once, in a heading; the first page's section spans two
+    # passages. Counted once, the shorter page is the more about backups: counted per
+    # passage, the heading would be two mentions and the longer page would win.
+    sentence = "The nightly job copies the cluster files to the archive host."
+    paragraph = " ".join([sentence] * 5)
+    long = Article(
+        "Operations", "ops.md", "# Operations\n\n## Backups\n\n" + "\n\n".join([paragraph] * 3)
+    )
+    short = Article(
+        "Maintenance", "maint.md", "# Maintenance\n\n## Backups\n\n" + " ".join([sentence] * 6)
+    )
+    ranking = rank("backups", MemoryIndex([long, short]))
+    assert len([r for r in ranking if r.key[0] == 0]) == 2
+    assert ranking[0].key == (1, 0)
+
+
 def test_all_sends_every_article_whole_whatever_the_size(centre: Path) -> None:
     said: list[str] = []
     index = wiring.open_help_centre([centre], config(), whole=True, warn=said.append)
