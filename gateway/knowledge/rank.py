@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from operator import itemgetter
+from operator import attrgetter
 from typing import NamedTuple
 
 from gateway.knowledge.index import Index, PassageKey
@@ -55,7 +55,6 @@ NAVIGATION_WEIGHT = 0.5
 # A ranked passage made as the tuple it is: `Ranked`'s own constructor is a Python function,
 # called once per passage hit (thousands a question over a large help centre).
 _tuple = tuple.__new__
-_key, _score = itemgetter(0), itemgetter(1)
 
 
 class Ranked(NamedTuple):
@@ -67,6 +66,10 @@ class Ranked(NamedTuple):
     coverage: float  # the share of the question's weight the passage holds, 0..1
     tokens: int  # the passage's estimated size
     navigation: bool = False  # of a navigation page (`PageKind.NAVIGATION`)
+
+
+# The sort's keys, got in C rather than by a Python function called per passage.
+_key, _score = attrgetter("key"), attrgetter("score")
 
 
 def _bm25(tf: Mapping[str, int], length: float, average: float, idf: Mapping[str, float]) -> float:
@@ -168,8 +171,7 @@ def rank(question: str | Query, index: Index, budget: int | None = None) -> list
             )
         else:
             ranked.append(_tuple(Ranked, (key, score, held / total, facts.tokens, False)))
-    # Best first, ties to the earlier key: by key, then (stably) by score, each sort's key
-    # a C getter rather than a Python function called per passage.
+    # Best first, ties to the earlier key: by key, then (stably) by score.
     ranked.sort(key=_key)
     ranked.sort(key=_score, reverse=True)
     return ranked
