@@ -23,13 +23,19 @@ _STOPWORDS = """
 STOPWORDS = frozenset(_STOPWORDS.split())
 
 WORD = re.compile(r"[^\W_]+")
+# In ASCII text those are just letters and digits: a first index reads every passage, most
+# of them ASCII, and this class scans about a quarter faster than the Unicode one.
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _lowered_words(text: str) -> list[str]:
+    low = text.lower()
+    return (_ASCII_WORD if low.isascii() else WORD).findall(low)
 
 
 def words(text: str) -> list[str]:
     """Lowercased content words: stopwords and single letters carry no topic."""
-    return [
-        w for w in WORD.findall(text.lower()) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
-    ]
+    return [w for w in _lowered_words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
 _stems: dict[str, str] = {}
@@ -71,7 +77,7 @@ def terms(text: str) -> list[str]:
     # here, a few hundred thousand words for a large manual.
     cached = _stems.get
     out = []
-    for w in WORD.findall(text.lower()):
+    for w in _lowered_words(text):
         if w in STOPWORDS or (len(w) == 1 and not w.isdigit()):
             continue
         found = cached(w)
