@@ -33,11 +33,6 @@ def _lowered_words(text: str) -> list[str]:
     return (_ASCII_WORD if low.isascii() else WORD).findall(low)
 
 
-def words(text: str) -> list[str]:
-    """Lowercased content words: stopwords and single letters carry no topic."""
-    return [w for w in _lowered_words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
-
-
 _stems: dict[str, str] = {}
 _DOUBLE_OK = frozenset("lsz")  # "billing" -> "bill", not "bil"
 
@@ -72,9 +67,10 @@ def stem(word: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """Every content word of `text`, stemmed, in order (repeats kept: they are the counts)."""
-    # `words` and `stem`'s cache look-up, inlined: every passage of a first index is read
-    # here, a few hundred thousand words for a large manual.
+    """Every content word of `text`, stemmed, in order (repeats kept: they are the counts).
+    Stopwords and single letters carry no topic: they are not terms."""
+    # `stem`'s cache look-up, inlined: every passage of a first index is read here, a few
+    # hundred thousand words for a large manual.
     cached = _stems.get
     out = []
     for w in _lowered_words(text):
