@@ -148,6 +148,15 @@ def blocked_by_thread(pid: int) -> dict[str, set[int]]:
     return threads
 
 
+def all_stopped(pid: int) -> bool:
+    """Every thread of process `pid` stopped (a SIGSTOP is delivered, not yet taken, when
+    `kill` returns)."""
+    return all(
+        (task / "stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        for task in Path(f"/proc/{pid}/task").iterdir()
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
 @pytest.mark.parametrize(
@@ -209,12 +218,19 @@ def test_a_ctrl_c_during_a_first_index_read_in_a_pool_stops_it_at_once(tmp_path:
         main = [mask for name, mask in threads.items() if name.endswith(f"/{proc.pid}")]
         return len(threads) >= 3 and not stops & main[0]
 
+    # Looked at while stopped: seen running, the main thread can enter a submit between
+    # the look and the stop. Not yet between two submits: it runs on and is looked at again.
     deadline = time.monotonic() + END
-    while not reading(blocked_by_thread(proc.pid)) and time.monotonic() < deadline:
+    while True:
         assert proc.poll() is None, finish(proc)
+        proc.send_signal(signal.SIGSTOP)
+        while not all_stopped(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        threads = blocked_by_thread(proc.pid)
+        if reading(threads) or time.monotonic() > deadline:
+            break
+        proc.send_signal(signal.SIGCONT)
         time.sleep(0.01)
-    proc.send_signal(signal.SIGSTOP)
-    threads = blocked_by_thread(proc.pid)
     helpers = {name: mask for name, mask in threads.items() if not name.endswith(f"/{proc.pid}")}
     assert reading(threads), threads
     assert all(stops <= mask for mask in helpers.values()), helpers
