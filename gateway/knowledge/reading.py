@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gateway.knowledge.files import HTML_SUFFIXES
@@ -149,14 +149,17 @@ class Reading:
             return cls(standard, warning, workers)
         return cls(with_lxml, workers=workers)
 
-    def each(self, files: Sequence[Found]) -> Iterator[Prepared]:
-        """Every file's rows, in the order of `files`."""
+    def each(
+        self, files: Sequence[Found], warn: Callable[[str], None] | None = None
+    ) -> Iterator[Prepared]:
+        """Every file's rows, in the order of `files` (`warn`: told when a pool's worker
+        ended abruptly and the rest were read in this process, `_pooled`)."""
         workers = _workers(files) if self.workers is None else self.workers
         if workers < 2:
             for file in files:
                 yield prepare(file.path, self.html)
             return
-        yield from _pooled([f.path for f in files], self.html, workers)
+        yield from _pooled([f.path for f in files], self.html, workers, warn)
 
 
 def _workers(files: Sequence[Found]) -> int:
@@ -203,7 +206,8 @@ def _serving() -> Any:
     batch left half a message in the pipe, which the pool's manager thread waited for the
     rest of, for ever. This process alone stops the pool on any of them (`_pooled`): the
     batches being read are finished, the workers end, the server ends with this process.
-    (A process of the pool still ends on SIGKILL.)"""
+    (A process of the pool still ends on SIGKILL, and the reading goes on without the
+    pool: `_pooled`.)"""
     import signal
     from multiprocessing import forkserver, resource_tracker
 
@@ -228,8 +232,40 @@ def _read_batch(paths: Sequence[str], html: Reader) -> list[Prepared]:
         return [prepare(path, standard) for path in paths]
 
 
-def _pooled(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepared]:
+# Said when a worker of the pool ended abruptly (`_pooled`).
+WORKER_ENDED = (
+    "a process reading the help centre ended abruptly (killed, or out of memory); "
+    "the rest was read in this process, with the standard library's parser"
+)
+
+
+def _pooled(
+    paths: Sequence[str], html: Reader, workers: int, warn: Callable[[str], None] | None
+) -> Iterator[Prepared]:
+    """`paths`' rows, read in a pool, in their order. A worker that ends abruptly (the
+    kernel's OOM killer, a `kill -9`, a crash in the parser) breaks the pool: the files
+    not yet read are read here instead, with `standard` (were a page the cause, html.parser
+    reads it in Python, where libxml2 may have crashed), and `warn` is told."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    done = 0
+    reads = _pool_reads(paths, html, workers)
+    try:
+        for prepared in reads:
+            done += 1
+            yield prepared
+    except BrokenProcessPool:
+        if warn is not None:
+            warn(WORKER_ENDED)
+        for path in paths[done:]:
+            yield prepare(path, standard)
+    finally:
+        reads.close()  # stopped early (an error, a stop): the pool shut down now, not later
+
+
+def _pool_reads(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepared]:
     from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     from gateway.clock import stops_blocked
 
@@ -253,6 +289,17 @@ def _pooled(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepar
                 yield from pending.popleft().result()
         while pending:
             yield from pending.popleft().result()
+    except BrokenProcessPool:
+        # The pool's manager thread ends the other workers with SIGTERM, which they block
+        # (`_serving`), then waits for them to end: for ever, as one waits on a queue's
+        # lock that the ended worker held. This process's children that are alive now
+        # are the pool's workers (the fork server and the resource tracker are not its
+        # `multiprocessing` children): killed, they release it.
+        import multiprocessing
+
+        for worker in multiprocessing.active_children():
+            worker.kill()
+        raise
     finally:
         # The caller stopped early (an error, a stop) or not: the batches not yet started
         # are cancelled by the pool's manager thread, not here. It completes the futures

@@ -278,7 +278,7 @@ class SqliteIndex:
                 if reading.warning is not None:
                     notes.append(reading.warning)
                 for number, (file, prepared) in enumerate(
-                    zip(changed, reading.each(changed), strict=True)
+                    zip(changed, reading.each(changed, notes.append), strict=True)
                 ):
                     if progress is not None:
                         progress(

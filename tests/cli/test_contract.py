@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.knowledge.reading import WORKER_ENDED
 from tests.cli.test_process import support_ask_env
 from tests.support.cli_runner import write_loopback_workdir
 from tests.support.helpcentre import write_centre
@@ -320,6 +321,48 @@ def test_a_stop_sent_to_a_first_indexs_process_group_stops_it_without_a_tracebac
         while group.members():  # the fork server ends once this process has
             assert time.monotonic() < deadline, (stage, group.members())
             time.sleep(0.01)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_worker_killed_during_a_first_index_leaves_the_rest_read_here_not_a_hang(
+    tmp_path: Path,
+) -> None:
+    """A worker of the reading pool ended by SIGKILL (the kernel's OOM killer, a `kill -9`)
+    broke the pool, and the pool's manager thread, ending the other worker with a SIGTERM
+    it blocks, waited for it for ever: the index never ended. Now the rest of the files
+    are read in the index's own process, with a warning, and the index is whole."""
+    pooled_centre(tmp_path / "kb")
+    pages = len(list((tmp_path / "kb").rglob("*.html")))
+    proc = start(tmp_path, "index", "kb", group=True)
+    group = Group(proc.pid)
+    deadline = time.monotonic() + END
+    try:
+        while not STAGES["reading"](group):
+            assert proc.poll() is None and time.monotonic() < deadline, finish(proc)
+            time.sleep(0.002)
+        members = group.members()
+        server = [pid for pid, (_, command, _) in members.items() if "forkserver" in command]
+        worker = min(pid for pid, (parent, _, _) in members.items() if parent in server)
+        os.kill(worker, signal.SIGKILL)
+        out, err = finish(proc)
+    except BaseException:  # a hung run's pool is not left behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
+
+    assert proc.returncode == 0, err
+    assert WORKER_ENDED in " ".join(err.split()) and "Traceback" not in err, err
+    assert f"{pages:,} articles" in out, out  # its summary line: every file indexed
+    status = subprocess.run(
+        [sys.executable, "-m", "cli", "index", "--status", "kb"], cwd=tmp_path,
+        env=environment(tmp_path), capture_output=True, text=True, timeout=END,
+    )  # fmt: skip
+    assert f"indexed: {pages:,} articles" in status.stdout, status
+    assert "every file is as indexed" in status.stdout, status.stdout
+    while group.members():  # the fork server ends once this process has
+        assert time.monotonic() < deadline, group.members()
+        time.sleep(0.01)
 
 
 @pytest.mark.slow

@@ -4,6 +4,8 @@ the index."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gateway.knowledge.files import discover
-from gateway.knowledge.htmltext import standard, with_lxml
-from gateway.knowledge.reading import LXML_PAGES, POOL_FILES, Reading
+from gateway.knowledge.htmltext import Page, standard, with_lxml
+from gateway.knowledge.reading import LXML_PAGES, POOL_FILES, WORKER_ENDED, Reading
 from gateway.knowledge.store import SqliteIndex
 from tests.support.helpcentre import write_centre
 
@@ -59,6 +61,26 @@ def test_a_pool_of_processes_reads_what_one_process_does_in_the_same_order(
     alone = list(Reading(standard, workers=1).each(found))
     assert [p.path for p in pooled] == [f.path for f in found]
     assert pooled == alone
+
+
+def killed_on_page_9(text: str) -> Page:
+    """lxml's reader, but a worker reading page 9 is ended by SIGKILL (a pool's worker:
+    the test's own process never reads with it)."""
+    if text.split("</h1>", 1)[0].endswith(" guide 9"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return with_lxml(text)
+
+
+def test_a_pool_whose_worker_is_killed_reads_the_rest_here_and_says_so(tmp_path: Path) -> None:
+    pages = many(tmp_path / "kb")
+    assert pages[9].read_text().split("</h1>", 1)[0].endswith(" guide 9")  # the one that kills
+    found = discover([tmp_path / "kb"])[0]
+    said: list[str] = []
+    pooled = list(Reading(killed_on_page_9, workers=2).each(found, said.append))
+    alone = list(Reading(standard, workers=1).each(found))
+    assert [p.path for p in pooled] == [f.path for f in found]  # each once, in order
+    assert pooled == alone
+    assert said == [WORKER_ENDED]
 
 
 def test_a_first_index_of_many_pages_is_read_with_lxml_and_few_with_html_parser(
