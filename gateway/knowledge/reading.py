@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gateway.knowledge.files import HTML_SUFFIXES
@@ -263,7 +263,9 @@ def _pooled(
         reads.close()  # stopped early (an error, a stop): the pool shut down now, not later
 
 
-def _pool_reads(paths: Sequence[str], html: Reader, workers: int) -> Iterator[Prepared]:
+def _pool_reads(
+    paths: Sequence[str], html: Reader, workers: int
+) -> Generator[Prepared, None, None]:
     from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
