@@ -14,7 +14,9 @@ workers are forked by a fork server that imports only the reader: they start in
 milliseconds once it runs (about a tenth of a second, once), they hold none of this
 process's memory, and no thread of this process is forked mid-lock. At most `WINDOW`
 batches per worker are in flight, so the parent never holds more than a few pages' rows
-however large the set.
+however large the set. A worker or the server killed breaks the pool, and the files left
+are read in this process (`_pooled`); this process killed, its workers end with it
+(`_end_with`), and the server and the resource tracker with them.
 
 HTML is read with lxml when there are many pages and it can be imported (`htmltext`),
 else with the standard library's parser (if lxml is missing, with one warning,
@@ -225,6 +227,39 @@ def _serving() -> Any:
     return context
 
 
+def _end_with(index: int) -> None:
+    """The pool's initializer, in each worker: end it when the index's process `index` ends,
+    however that ends. Killed (`kill -9`, `timeout -s KILL`, the OOM killer, which picks
+    the largest process of a first index: this one), it left its workers for ever: each
+    blocked sending a result into a pipe that no one reads, and holding the fork server's
+    pipe of the living (so the server, and the resource tracker, waited on them)."""
+    import threading
+
+    threading.Thread(target=_watch, args=(index,), name="end-with-index", daemon=True).start()
+
+
+def _watch(index: int) -> None:
+    import select
+
+    try:
+        ended = os.pidfd_open(index)  # readable once `index` has ended (Linux 5.3)
+    except ProcessLookupError:  # ended already
+        os._exit(1)
+    except (AttributeError, OSError):  # no pidfd here: looked at each second
+        import time
+
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(index, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except OSError:  # alive, another user's: cannot be ours
+                continue
+    select.select([ended], [], [])
+    os._exit(1)
+
+
 def _read_batch(paths: Sequence[str], html: Reader) -> list[Prepared]:
     try:
         return [prepare(path, html) for path in paths]
@@ -276,7 +311,9 @@ def _pool_reads(
     # there, and its workers with it (they are forked from it, not from this process).
     context = _serving()
     pending: deque[Future[list[Prepared]]] = deque()
-    pool = ProcessPoolExecutor(workers, mp_context=context)
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_end_with, initargs=(os.getpid(),)
+    )
     try:
         for batch in batches:
             # The first submit starts the pool's manager thread (and it the queue's

@@ -323,17 +323,11 @@ def test_a_stop_sent_to_a_first_indexs_process_group_stops_it_without_a_tracebac
             time.sleep(0.01)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
-def test_a_worker_killed_during_a_first_index_leaves_the_rest_read_here_not_a_hang(
-    tmp_path: Path,
-) -> None:
-    """A worker of the reading pool ended by SIGKILL (the kernel's OOM killer, a `kill -9`)
-    broke the pool, and the pool's manager thread, ending the other worker with a SIGTERM
-    it blocks, waited for it for ever: the index never ended. Now the rest of the files
-    are read in the index's own process, with a warning, and the index is whole."""
+def killed_mid_read(tmp_path: Path, which: str) -> tuple[subprocess.Popen[str], str, str]:
+    """A first index of a pooled centre, run until a worker has read for 50 ms, then
+    `which` of its processes ("worker", "server", "index") SIGKILLed: the run, its output;
+    no process of its group left by the deadline."""
     pooled_centre(tmp_path / "kb")
-    pages = len(list((tmp_path / "kb").rglob("*.html")))
     proc = start(tmp_path, "index", "kb", group=True)
     group = Group(proc.pid)
     deadline = time.monotonic() + END
@@ -343,26 +337,68 @@ def test_a_worker_killed_during_a_first_index_leaves_the_rest_read_here_not_a_ha
             time.sleep(0.002)
         members = group.members()
         server = [pid for pid, (_, command, _) in members.items() if "forkserver" in command]
-        worker = min(pid for pid, (parent, _, _) in members.items() if parent in server)
-        os.kill(worker, signal.SIGKILL)
+        workers = [pid for pid, (parent, _, _) in members.items() if parent in server]
+        os.kill({"worker": min(workers), "server": server[0], "index": proc.pid}[which],
+                signal.SIGKILL)  # fmt: skip
         out, err = finish(proc)
+        while group.members():  # none outlives the run, however it ended
+            assert time.monotonic() < deadline, group.members()
+            time.sleep(0.01)
     except BaseException:  # a hung run's pool is not left behind
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         raise
+    return proc, out, err
 
-    assert proc.returncode == 0, err
-    assert WORKER_ENDED in " ".join(err.split()) and "Traceback" not in err, err
-    assert f"{pages:,} articles" in out, out  # its summary line: every file indexed
+
+def indexed_whole(tmp_path: Path) -> str:
     status = subprocess.run(
         [sys.executable, "-m", "cli", "index", "--status", "kb"], cwd=tmp_path,
         env=environment(tmp_path), capture_output=True, text=True, timeout=END,
     )  # fmt: skip
-    assert f"indexed: {pages:,} articles" in status.stdout, status
-    assert "every file is as indexed" in status.stdout, status.stdout
-    while group.members():  # the fork server ends once this process has
-        assert time.monotonic() < deadline, group.members()
-        time.sleep(0.01)
+    assert "every file is as indexed" in status.stdout, status
+    return status.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("which", ["worker", "server"])
+def test_a_reading_process_killed_during_a_first_index_leaves_the_rest_read_here_not_a_hang(
+    tmp_path: Path, which: str
+) -> None:
+    """A worker of the reading pool, or the fork server, ended by SIGKILL (the OOM killer,
+    a `kill -9`) broke the pool, and the pool's manager thread, ending the other worker
+    with a SIGTERM it blocks, waited for it for ever (the worker), or left the workers
+    the server had forked for ever (the server). Now the rest of the files are read in
+    the index's own process, with a warning, the index is whole and no process is left."""
+    proc, out, err = killed_mid_read(tmp_path, which)
+    pages = len(list((tmp_path / "kb").rglob("*.html")))
+
+    assert proc.returncode == 0, err
+    assert WORKER_ENDED in " ".join(err.split()) and "Traceback" not in err, err
+    assert f"{pages:,} articles" in out, out  # its summary line: every file indexed
+    assert f"indexed: {pages:,} articles" in indexed_whole(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_first_index_killed_leaves_no_process_of_its_pool_and_the_next_makes_it_whole(
+    tmp_path: Path,
+) -> None:
+    """The index's own process ended by SIGKILL (`timeout -s KILL`, the OOM killer, which
+    picks the largest process: this one) left its workers, the fork server and the
+    resource tracker for ever, each worker blocked sending a result no one read. Now the
+    workers end with it, and the rest with them; the next run makes the index whole."""
+    proc, _, _ = killed_mid_read(tmp_path, "index")
+    assert proc.returncode == -signal.SIGKILL
+
+    again = subprocess.run(
+        [sys.executable, "-m", "cli", "index", "kb"], cwd=tmp_path, env=environment(tmp_path),
+        capture_output=True, text=True, timeout=END,
+    )  # fmt: skip
+    pages = len(list((tmp_path / "kb").rglob("*.html")))
+    assert again.returncode == 0 and f"{pages:,} articles" in again.stdout, again
+    assert f"indexed: {pages:,} articles" in indexed_whole(tmp_path)
 
 
 @pytest.mark.slow
