@@ -252,10 +252,8 @@ def _watch(index: int) -> None:
             time.sleep(1.0)
             try:
                 os.kill(index, 0)
-            except ProcessLookupError:
+            except OSError:  # none by that id, or another user's: ours has ended
                 os._exit(1)
-            except OSError:  # alive, another user's: cannot be ours
-                continue
     select.select([ended], [], [])
     os._exit(1)
 
