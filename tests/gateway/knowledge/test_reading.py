@@ -172,3 +172,36 @@ def test_a_refresh_that_finds_nothing_changed_reads_nothing_and_imports_no_reade
     )
     assert first.stdout.splitlines()[0] == str(LXML_PAGES), first.stderr
     assert again.stdout.splitlines() == ["0", "[]"], again.stderr
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polled"])
+def test_a_worker_watching_its_index_ends_once_the_index_has(pidfd: bool) -> None:
+    """`_end_with`'s watch, in a process of its own: it leaves it running while the process
+    it watches lives, and ends it with status 1 once that one has, with or without pidfds."""
+    watched = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                               stdin=subprocess.PIPE)  # fmt: skip
+    no_pidfd = "" if pidfd else "del os.pidfd_open\n"
+    probe = (
+        f"import os, threading\n{no_pidfd}from gateway.knowledge.reading import _watch\n"
+        f"threading.Thread(target=_watch, args=({watched.pid},)).start()\n"
+        "print('watching', flush=True)\n"
+        "print(input(), flush=True)\n"  # alive until told, unless the watch ended it
+    )
+    watcher = subprocess.Popen([sys.executable, "-c", probe], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert watcher.stdin is not None and watcher.stdout is not None
+        assert watcher.stdout.readline() == "watching\n"
+        watcher.stdin.write("still here\n")
+        watcher.stdin.flush()
+        # Answered after its watch began: the index alive, the worker was not ended.
+        assert watcher.stdout.readline() == "still here\n"
+        assert watched.stdin is not None
+        watched.stdin.close()
+        watched.wait(timeout=30)
+        assert watcher.wait(timeout=30) == 1
+    finally:
+        for proc in (watched, watcher):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
