@@ -49,12 +49,19 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
             "every question, no index needed\n"
         )
         return ExitCode.OK
+    from gateway.knowledge.store import IN_MEMORY, SqliteIndex
+
+    said: list[str] = []
+
+    def warn(message: str) -> None:
+        said.append(message)
+        diag.warn(message)
+
     started = time.monotonic()
     with IndexProgress(diag, summary=False) as progress:
         index = wiring.open_help_centre(
-            paths, config, whole=False, warn=diag.warn, progress=progress, keep=True, walk=True
+            paths, config, whole=False, warn=warn, progress=progress, keep=True, walk=True
         )
-    from gateway.knowledge.store import SqliteIndex
 
     assert isinstance(index, SqliteIndex)
     status = index.status()
@@ -64,6 +71,16 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
         f"{read:,} files read in {time.monotonic() - started:.1f} s "
         f"({status.articles + status.skipped - read:,} unchanged); index {status.path}\n"
     )
+    if status.path == ":memory:":
+        # A question goes on in memory; `index` is run to keep it. Its warning says why,
+        # and is said again here, where -q keeps warnings quiet.
+        why = "; ".join(m.split(f"; {IN_MEMORY}")[0] for m in said if IN_MEMORY in m)
+        raise CliError(
+            f"the index of {_names(paths)} could not be kept: {why or 'no place to keep it'}",
+            ExitCode.IO_ERROR,
+            fix="free space on the cache dir's disk or make it writable, or set "
+            "XDG_CACHE_HOME to a place that is, and run support-ask index again",
+        )
     return ExitCode.OK
 
 
@@ -92,13 +109,13 @@ def _names(paths: list[Path]) -> str:
 def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
     from cli.runtime import wiring
     from gateway.config.model import RefreshRule
-    from gateway.knowledge import store
+    from gateway.knowledge import indexfile, store
     from gateway.knowledge.centre import is_small
 
     wiring.check_exist(paths, config=None if named else config)
     walked = _walk(paths, config)
     files = walked.found
-    where = store.index_path(wiring.cache_dir(), paths)
+    where = indexfile.index_path(wiring.cache_dir(), paths)
     out = sys.stdout
     source = "" if named else f" (articles.paths in {config.source})"
     out.write(f"articles: {_names(paths)}{source}\n")
@@ -146,9 +163,9 @@ def status(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int
 
 def clear(paths: list[Path], diag: Diag) -> int:
     from cli.runtime import wiring
-    from gateway.knowledge import store
+    from gateway.knowledge import indexfile
 
-    removed = store.clear(wiring.cache_dir(), paths or None)
+    removed = indexfile.clear(wiring.cache_dir(), paths or None)
     what = _names(paths) if paths else "every help centre"
     if not removed:
         sys.stdout.write(f"no index to remove for {what}\n")

@@ -27,7 +27,7 @@ class ExitCode(IntEnum):
     NOINPUT = 66  # empty question; no readable article
     UNAVAILABLE = 69  # no deployment could answer
     CANT_CREATE = 73  # config init: the file exists (and no --force), or cannot be created
-    IO_ERROR = 74  # a file that had to be written was not: cooldowns reset's state file
+    IO_ERROR = 74  # a file that had to be written was not: cooldowns reset's, index's
     TEMPFAIL = 75  # everything cooling down or rate-limited past the budget: retry later
     CONFIG = 78  # configuration error, named by file:line:key
     HANGUP = 129  # SIGHUP (the terminal went away): what a shell reports for it

@@ -109,9 +109,9 @@ def _asked(exclude: Sequence[str], limits: ArticleCaps) -> bytes:
 
 def _kept(paths: Sequence[Path], cache_dir: Callable[[], Path], warn: Warn) -> SqliteIndex | None:
     """The index kept for `paths`, opened, if there is one to open."""
-    from gateway.knowledge import store
+    from gateway.knowledge import indexfile, store
 
-    path = store.index_path(cache_dir(), paths)
+    path = indexfile.index_path(cache_dir(), paths)
     if not path.exists():
         return None
     try:
@@ -130,13 +130,14 @@ def _stored(
     opened: SqliteIndex | None = None,
 ) -> Index:
     """The kept index (`opened` already, else opened here), refreshed to `found`."""
-    from gateway.knowledge import store
+    from gateway.knowledge import indexfile, store
 
+    first = False
     if opened is not None:
         index = opened
     else:
-        path = store.index_path(cache_dir(), paths)
-        if not path.exists():  # a first index: every file is read
+        path = indexfile.index_path(cache_dir(), paths)
+        if first := not path.exists():  # a first index: every file is read
             from gateway.knowledge.reading import start_early
 
             start_early(found)
@@ -147,12 +148,22 @@ def _stored(
             return MemoryIndex(read_found(found, warn))
     try:
         index.refresh(found, progress=progress, asked=asked)
-    except store.IndexBusy:
+    except (store.IndexBusy, store.IndexUnwritable) as exc:
         index.close()
-        warn(
-            "another support-ask has been updating the article index for over a minute; "
-            "indexing in memory for this run"
-        )
+        if first and isinstance(exc, store.IndexUnwritable):
+            # Its rolled-back writes fill its WAL file as far as the disk let it grow (a
+            # checkpoint cannot empty it on a full disk): removed, they give the space back.
+            indexfile.clear(cache_dir(), paths)
+        if isinstance(exc, store.IndexBusy):
+            warn(
+                "another support-ask has been updating the article index for over a minute; "
+                f"{store.IN_MEMORY}"
+            )
+        else:
+            warn(
+                f"the article index could not be written ({exc}); {store.IN_MEMORY} "
+                "(free space on its disk, or set XDG_CACHE_HOME, to keep it)"
+            )
         index = store.SqliteIndex.open(None, paths, warn=warn)
         index.refresh(found, progress=progress, asked=asked)
     for warning in index.warnings:

@@ -23,8 +23,9 @@ read a few files ahead, in a pool of processes (`reading`).
 
 Failures never cost the answer: a corrupt file is moved aside and rebuilt (with a
 warning); a cache dir that cannot be written gives an in-memory database for the run
-(with a warning); a Python whose sqlite3 lacks FTS5 raises `IndexUnavailable`, and the
-caller reads the articles into a `MemoryIndex` instead.
+(with a warning), and one whose disk fills during a refresh raises `IndexUnwritable`,
+rolled back, for the caller to index in memory; a Python whose sqlite3 lacks FTS5 raises
+`IndexUnavailable`, and the caller reads the articles into a `MemoryIndex` instead.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,17 +47,6 @@ from gateway.record import record
 
 if TYPE_CHECKING:
     from gateway.knowledge.reading import Prepared, Reading
-
-try:
-    # The interpreter's own SHA-256, the same digest: hashlib loads OpenSSL (about 11 M
-    # instructions) for the one short digest every question over a kept index makes of its
-    # paths (`index_path`). Python 3.11 names the module _sha256, 3.12 on _sha2.
-    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - a newer Python, or one built without it
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from hashlib import sha256
 
 # A file changed this recently before it was read is read again next time: sub-second
 # timestamps tick with the kernel's coarse clock (<= 10 ms); whole seconds mean a
@@ -77,6 +67,14 @@ class IndexUnavailable(Exception):
 
 class IndexBusy(Exception):
     """Another process held the index for longer than we wait."""
+
+
+class IndexUnwritable(Exception):
+    """A refresh's writes failed (a full disk: SQLite's FULL, IOERR), and were rolled back."""
+
+
+IN_MEMORY = "indexing in memory for this run"  # what each warning of going in memory says
+_UNWRITABLE = (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)  # primary codes: an extended's low byte
 
 
 @record
@@ -112,16 +110,6 @@ class IndexStatus:
     disk_bytes: int
     refreshed: float | None  # epoch seconds of the last update, None if never
     stale: int | None = None  # files that differ from the index now (None: not checked)
-
-
-def index_folder(cache_dir: Path) -> Path:
-    return cache_dir / "index"
-
-
-def index_path(cache_dir: Path, roots: Sequence[Path]) -> Path:
-    """Where the index of `roots` lives: named by their real paths, in the order given."""
-    real = "\0".join(os.path.realpath(r) for r in roots)
-    return index_folder(cache_dir) / f"{sha256(real.encode()).hexdigest()[:16]}.sqlite"
 
 
 def has_fts5() -> bool:
@@ -194,8 +182,8 @@ class SqliteIndex:
     ) -> SqliteIndex:
         reason = getattr(exc, "strerror", None) or str(exc)
         warn(
-            f"cannot keep the article index in {path.parent} ({reason}); indexing in memory "
-            "for this run (make the folder writable, or set XDG_CACHE_HOME, to keep it)"
+            f"cannot keep the article index in {path.parent} ({reason}); {IN_MEMORY} "
+            "(make the folder writable, or set XDG_CACHE_HOME, to keep it)"
         )
         return cls(_create(_memory()), ":memory:", roots)
 
@@ -296,6 +284,11 @@ class SqliteIndex:
                 seen = self._seen()
                 self._keep(found, seen, walk)
                 self._db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                roll_back(self._db)
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _UNWRITABLE:
+                    raise IndexUnwritable(f"{self.path}: {exc}") from None
+                raise
             except BaseException:
                 roll_back(self._db)
                 raise
@@ -576,25 +569,3 @@ def _create(db: sqlite3.Connection) -> sqlite3.Connection:
     db.isolation_level = None
     schema.prepare(db)
     return db
-
-
-def clear(cache_dir: Path, roots: Sequence[Path] | None) -> list[Path]:
-    """Remove the index of `roots` (None: every index); the files removed."""
-    folder = index_folder(cache_dir)
-    if roots is not None:
-        base = index_path(cache_dir, roots)
-        targets = [Path(f"{base}{s}") for s in ("", "-wal", "-shm", ".corrupt")]
-    else:
-        targets = sorted(folder.glob("*.sqlite*")) if folder.is_dir() else []
-    removed = []
-    for target in targets:
-        with contextlib.suppress(FileNotFoundError):
-            target.unlink()
-            removed.append(target)
-    return removed
-
-
-def iter_indexes(cache_dir: Path) -> Iterator[Path]:
-    folder = index_folder(cache_dir)
-    if folder.is_dir():
-        yield from sorted(folder.glob("*.sqlite"))

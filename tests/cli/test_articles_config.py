@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_runner import run
+from tests.support.helpcentre import write_centre
 from tests.support.paths import EXAMPLES_KB
 
 QUESTION = "How do I reset my password?"
@@ -147,3 +148,19 @@ def test_index_takes_the_config_help_centre_and_says_what_was_left_out(site: Pat
     bare = write_config(site, "  max_tokens: 6000\n")
     nothing = run(["index", "-c", bare])
     assert nothing.exit_code == 2 and "articles.paths" in nothing.stderr
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["said", "quiet"])
+def test_index_that_cannot_keep_the_index_fails_with_the_reason(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quiet: bool
+) -> None:
+    """A question goes on with an index in memory; `index` is run to keep it, and a deploy
+    script must see that it did not: exit 74, the reason said even under -q."""
+    write_centre(site / "big", 30)  # over the size read directly on every question
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache dir should be")  # unwritable even for root
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    done = run(["index", *(["-q"] if quiet else []), str(site / "big")])
+    assert done.exit_code == 74, done.stderr
+    assert "could not be kept: cannot keep the article index in" in done.stderr
+    assert "XDG_CACHE_HOME" in done.stderr and "Traceback" not in done.stderr

@@ -16,7 +16,7 @@ import pytest
 from cli.runtime import wiring
 from cli.runtime.failure import CliError
 from gateway.config import ArticleSettings, Config, load_default_config
-from gateway.knowledge import store
+from gateway.knowledge import indexfile, store
 from gateway.knowledge.centre import DIRECT_BYTES, open_centre
 from gateway.knowledge.files import ArticleCaps, SetTooLarge, discover
 from gateway.knowledge.index import MemoryIndex
@@ -256,12 +256,12 @@ def test_an_index_kept_before_is_found_by_the_same_name(tmp_path: Path) -> None:
     an earlier version (which digested them with hashlib) is found, not built again."""
     root = big(tmp_path)
     digest = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:16]
-    assert store.index_path(tmp_path / "cache", [root]).name == f"{digest}.sqlite"
+    assert indexfile.index_path(tmp_path / "cache", [root]).name == f"{digest}.sqlite"
 
 
 def test_a_changed_added_or_removed_file_is_reindexed_alone(tmp_path: Path) -> None:
     root = big(tmp_path)
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         first = fresh(index, root)
         assert (first.read, first.removed) == (30, 0)
@@ -290,7 +290,7 @@ def test_the_words_of_a_page_changed_or_removed_are_found_and_counted_no_more(
     root = big(tmp_path)
     age(root / "quokka.md", "# Quokkas\n\nThe quokka smiles at every visitor.\n")
     age(root / "wombat.md", "# Wombats\n\nA wombat digs long burrows.\n")
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         fresh(index, root)
         assert index.hits(["quokka", "wombat", "burrow"]).df == {
@@ -313,7 +313,7 @@ def test_the_kept_totals_follow_the_set_as_it_changes(tmp_path: Path) -> None:
     # The budget's check and BM25's average length are kept with the index, not counted
     # per question: after each change they must be the set's as it is now.
     root = big(tmp_path)
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     question = "How do I reset my password?"
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         fresh(index, root)
@@ -333,7 +333,7 @@ def test_a_file_changed_within_the_same_tick_is_read_again(tmp_path: Path) -> No
     # An edit right after indexing can keep the size and the mtime tick: a file modified
     # this recently is stored as unsettled and read again next time.
     root = big(tmp_path)
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     edited = root / "part0" / "page-00000.html"
     then = edited.stat().st_mtime_ns
     os.utime(edited, ns=(then, then))
@@ -365,7 +365,7 @@ def test_a_file_edited_in_place_is_seen_by_the_question_after_an_unchanged_one(
     # docs/help-centre.md's promise, with the walk kept: a question whose walk finds every
     # file as it was compares it once; the next edit is still read.
     root = big(tmp_path)
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         assert fresh(index, root).read == 30
     with monkeypatch.context() as patched:
@@ -436,7 +436,7 @@ def test_an_index_of_an_earlier_format_is_kept_and_keeps_its_walk_without_readin
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: int
 ) -> None:
     root = big(tmp_path)
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     question = "How do I reset my password?"
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         fresh(index, root)
@@ -486,6 +486,59 @@ def test_an_unwritable_cache_dir_means_an_in_memory_index_with_a_warning(
     assert isinstance(index, SqliteIndex) and index.path == ":memory:"
     assert len(said) == 1 and "in memory for this run" in said[0]
     assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
+
+
+def capped_at(monkeypatch: pytest.MonkeyPatch, pages: int) -> None:
+    """Every index file opened from now on holds at most `pages` pages (SQLite's
+    `max_page_count`): past them its writes fail as on a full disk (SQLITE_FULL)."""
+    connect = store._connect
+
+    def capped(path: Path) -> sqlite3.Connection:
+        db = connect(path)
+        db.execute(f"PRAGMA max_page_count = {pages}")
+        return db
+
+    monkeypatch.setattr(store, "_connect", capped)
+
+
+def test_a_disk_that_fills_during_a_first_index_means_an_in_memory_one_and_no_files_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its rolled-back writes filled the WAL file as far as the disk let them, and the
+    question was an internal error."""
+    root = big(tmp_path)
+    age(root / "refunds.md", REFUND_PAGE)
+    capped_at(monkeypatch, 40)  # room for the schema, not for the articles
+    index, said = open_it([root])
+    assert isinstance(index, SqliteIndex) and index.path == ":memory:"
+    assert len(said) == 1, said
+    assert "could not be written" in said[0] and "disk is full" in said[0], said
+    assert store.IN_MEMORY in said[0]
+    assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
+    kept = Path(os.environ["XDG_CACHE_HOME"]) / "support-ask" / "index"
+    assert list(kept.iterdir()) == []  # nothing kept, nothing left filling the disk
+
+
+def test_a_disk_that_fills_during_a_refresh_keeps_the_index_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = big(tmp_path)
+    index, said = open_it([root])
+    assert isinstance(index, SqliteIndex) and said == []
+    where, before = Path(index.path), index.status()
+    (pages,) = index._db.execute("PRAGMA page_count").fetchone()
+    index.close()
+    write_centre(root / "more", 30, seed=2)  # as much again to read
+    age(root / "refunds.md", REFUND_PAGE)
+    capped_at(monkeypatch, pages + 2)
+    index, said = open_it([root])
+    assert isinstance(index, SqliteIndex) and index.path == ":memory:"
+    assert len(said) == 1 and "disk is full" in said[0], said
+    assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
+    monkeypatch.undo()
+    with SqliteIndex.open(where, [root], warn=pytest.fail) as kept:  # as it was, whole
+        assert kept.status().articles == before.articles
+        assert kept.status().passages == before.passages
 
 
 class CtrlCAfter:
@@ -569,7 +622,7 @@ def test_three_processes_building_one_index_at_once_all_answer_and_share_it(
     assert [out.split()[1] for out, _ in outputs] == ["True"] * 3
     assert read == [0, 0, 41]  # one built it; the others waited, then found nothing to do
     with SqliteIndex.open(
-        store.index_path(wiring.cache_dir(), [root]), [root], warn=pytest.fail
+        indexfile.index_path(wiring.cache_dir(), [root]), [root], warn=pytest.fail
     ) as index:
         status = index.status(discover([root])[0])
         assert (status.articles, status.stale) == (41, 0)

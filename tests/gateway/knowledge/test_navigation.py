@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.knowledge import store
+from gateway.knowledge import indexfile
 from gateway.knowledge.files import discover
 from gateway.knowledge.index import MemoryIndex
 from gateway.knowledge.load import parse
@@ -126,7 +126,7 @@ def write_pages(root: Path) -> None:
 def test_the_kept_index_keeps_each_page_kind(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     write_pages(root)
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         index.refresh(discover([root])[0])
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
@@ -143,7 +143,7 @@ def test_the_kept_index_keeps_each_page_kind(tmp_path: Path) -> None:
 def test_an_index_of_the_previous_format_is_brought_up_to_date_in_place(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     write_pages(root)
-    path = store.index_path(tmp_path / "cache", [root])
+    path = indexfile.index_path(tmp_path / "cache", [root])
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         index.refresh(discover([root])[0])
     # As the previous release left it: no kind column, format 3.

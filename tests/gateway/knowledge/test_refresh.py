@@ -11,7 +11,7 @@ from cli.runtime import wiring
 from cli.runtime.failure import CliError
 from gateway.config import ArticleSettings, Config, load_default_config
 from gateway.config.model import RefreshRule
-from gateway.knowledge import centre, kept, store
+from gateway.knowledge import centre, indexfile, kept
 from gateway.knowledge.files import ArticleCaps, discover
 from gateway.knowledge.index import Index, MemoryIndex
 from gateway.knowledge.rank import rank
@@ -178,7 +178,7 @@ def test_an_unsettled_file_leaves_nothing_to_trust_so_the_next_question_walks(
     index_command(root, config())
     (root / "refunds.md").write_text(NEW)  # just now: read again by the next walk
     index_command(root, config())
-    path = store.index_path(wiring.cache_dir(), [root])
+    path = indexfile.index_path(wiring.cache_dir(), [root])
     with SqliteIndex.open(path, [root], warn=pytest.fail) as index:
         assert not index.trusted(kept.asked((), ArticleCaps()))
     age(root / "refunds.md")
