@@ -78,8 +78,9 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
         raise CliError(
             f"the index of {_names(paths)} could not be kept: {why or 'no place to keep it'}",
             ExitCode.IO_ERROR,
-            fix="free space on the cache dir's disk or make it writable, or set "
-            "XDG_CACHE_HOME to a place that is, and run support-ask index again",
+            fix="free space on the cache dir's disk, make it writable or set XDG_CACHE_HOME "
+            "to a place that is (or wait for the other support-ask), then run support-ask "
+            "index again",
         )
     return ExitCode.OK
 
