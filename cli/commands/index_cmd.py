@@ -49,18 +49,12 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
             "every question, no index needed\n"
         )
         return ExitCode.OK
-    from gateway.knowledge.store import IN_MEMORY, SqliteIndex
-
-    said: list[str] = []
-
-    def warn(message: str) -> None:
-        said.append(message)
-        diag.warn(message)
+    from gateway.knowledge.store import SqliteIndex
 
     started = time.monotonic()
     with IndexProgress(diag, summary=False) as progress:
         index = wiring.open_help_centre(
-            paths, config, whole=False, warn=warn, progress=progress, keep=True, walk=True
+            paths, config, whole=False, warn=diag.warn, progress=progress, keep=True, walk=True
         )
 
     assert isinstance(index, SqliteIndex)
@@ -71,12 +65,11 @@ def build(paths: list[Path], config: Config, diag: Diag, *, named: bool) -> int:
         f"{read:,} files read in {time.monotonic() - started:.1f} s "
         f"({status.articles + status.skipped - read:,} unchanged); index {status.path}\n"
     )
-    if status.path == ":memory:":
+    if index.not_kept is not None:
         # A question goes on in memory; `index` is run to keep it. Its warning says why,
         # and is said again here, where -q keeps warnings quiet.
-        why = "; ".join(m.split(f"; {IN_MEMORY}")[0] for m in said if IN_MEMORY in m)
         raise CliError(
-            f"the index of {_names(paths)} could not be kept: {why or 'no place to keep it'}",
+            f"the index of {_names(paths)} could not be kept: {index.not_kept}",
             ExitCode.IO_ERROR,
             fix="free space on the cache dir's disk, make it writable or set XDG_CACHE_HOME "
             "to a place that is (or wait for the other support-ask), then run support-ask "

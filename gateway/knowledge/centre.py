@@ -155,16 +155,12 @@ def _stored(
             # checkpoint cannot empty it on a full disk): removed, they give the space back.
             indexfile.clear(cache_dir(), paths)
         if isinstance(exc, store.IndexBusy):
-            warn(
-                "another support-ask has been updating the article index for over a minute; "
-                f"{store.IN_MEMORY}"
-            )
+            why = "another support-ask has been updating the article index for over a minute"
+            fix = "it is kept by that one"
         else:
-            warn(
-                f"the article index could not be written ({exc}); {store.IN_MEMORY} "
-                "(free space on its disk, or set XDG_CACHE_HOME, to keep it)"
-            )
-        index = store.SqliteIndex.open(None, paths, warn=warn)
+            why = f"the article index could not be written ({exc})"
+            fix = "free space on its disk, or set XDG_CACHE_HOME, to keep it"
+        index = store.SqliteIndex.instead(why, fix, paths, warn)
         index.refresh(found, progress=progress, asked=asked)
     for warning in index.warnings:
         warn(warning)

@@ -25,9 +25,10 @@ else with the standard library's parser (if lxml is missing, with one warning,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gateway.knowledge.files import HTML_SUFFIXES
@@ -48,6 +49,7 @@ from gateway.tokens import estimate
 
 if TYPE_CHECKING:
     from gateway.knowledge.files import Found
+    from gateway.knowledge.store import Warn
 
 # lxml's import (~30 ms) is paid back by about 20 pages read faster.
 LXML_PAGES = 20
@@ -151,9 +153,7 @@ class Reading:
             return cls(standard, warning, workers)
         return cls(with_lxml, workers=workers)
 
-    def each(
-        self, files: Sequence[Found], warn: Callable[[str], None] | None = None
-    ) -> Iterator[Prepared]:
+    def each(self, files: Sequence[Found], warn: Warn | None = None) -> Iterator[Prepared]:
         """Every file's rows, in the order of `files` (`warn`: told when a pool's worker
         ended abruptly and the rest were read in this process, `_pooled`)."""
         workers = _workers(files) if self.workers is None else self.workers
@@ -244,17 +244,17 @@ def _watch(index: int) -> None:
     try:
         ended = os.pidfd_open(index)  # readable once `index` has ended (Linux 5.3)
     except ProcessLookupError:  # ended already
-        os._exit(1)
+        pass
     except (AttributeError, OSError):  # no pidfd here: looked at each second
         import time
 
-        while True:
-            time.sleep(1.0)
-            try:
+        # None by that id, or another user's (an id taken again): ours has ended.
+        with contextlib.suppress(OSError):
+            while True:
+                time.sleep(1.0)
                 os.kill(index, 0)
-            except OSError:  # none by that id, or another user's: ours has ended
-                os._exit(1)
-    select.select([ended], [], [])
+    else:
+        select.select([ended], [], [])
     os._exit(1)
 
 
@@ -273,7 +273,7 @@ WORKER_ENDED = (
 
 
 def _pooled(
-    paths: Sequence[str], html: Reader, workers: int, warn: Callable[[str], None] | None
+    paths: Sequence[str], html: Reader, workers: int, warn: Warn | None
 ) -> Iterator[Prepared]:
     """`paths`' rows, read in a pool, in their order. A worker that ends abruptly (the
     kernel's OOM killer, a `kill -9`, a crash in the parser) breaks the pool: the files

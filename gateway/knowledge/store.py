@@ -73,7 +73,6 @@ class IndexUnwritable(Exception):
     """A refresh's writes failed (a full disk: SQLite's FULL, IOERR), and were rolled back."""
 
 
-IN_MEMORY = "indexing in memory for this run"  # what each warning of going in memory says
 _UNWRITABLE = (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)  # primary codes: an extended's low byte
 
 
@@ -136,6 +135,9 @@ class SqliteIndex:
         self.now_ns: Callable[[], int] = time.time_ns  # the wall clock, for settling (a seam)
         self.reading: Reading | None = None  # how files are read; None: `Reading.of` them
         self.cut: cut.Cut | None = cut.DEFAULT  # the first cut; None: rank every passage
+        # Why an index meant to be kept is in memory for this run (None: it is kept, or was
+        # asked for in memory): what `index` fails with, where the warning may be quiet.
+        self.not_kept: str | None = None
 
     # -- opening ---------------------------------------------------------------------
 
@@ -181,11 +183,21 @@ class SqliteIndex:
         cls, path: Path, roots: Sequence[Path], warn: Warn, exc: BaseException
     ) -> SqliteIndex:
         reason = getattr(exc, "strerror", None) or str(exc)
-        warn(
-            f"cannot keep the article index in {path.parent} ({reason}); {IN_MEMORY} "
-            "(make the folder writable, or set XDG_CACHE_HOME, to keep it)"
+        return cls.instead(
+            f"cannot keep the article index in {path.parent} ({reason})",
+            "make the folder writable, or set XDG_CACHE_HOME, to keep it",
+            roots,
+            warn,
         )
-        return cls(_create(_memory()), ":memory:", roots)
+
+    @classmethod
+    def instead(cls, why: str, fix: str, roots: Sequence[Path], warn: Warn) -> SqliteIndex:
+        """An index in memory for this run, in place of the one that could not be kept
+        (`why`), with a warning that says so and how to keep it (`fix`)."""
+        warn(f"{why}; indexing in memory for this run ({fix})")
+        index = cls(_create(_memory()), ":memory:", roots)
+        index.not_kept = why
+        return index
 
     def close(self) -> None:
         self._db.close()

@@ -513,7 +513,7 @@ def test_a_disk_that_fills_during_a_first_index_means_an_in_memory_one_and_no_fi
     assert isinstance(index, SqliteIndex) and index.path == ":memory:"
     assert len(said) == 1, said
     assert "could not be written" in said[0] and "disk is full" in said[0], said
-    assert store.IN_MEMORY in said[0]
+    assert "indexing in memory for this run" in said[0] and index.not_kept in said[0]
     assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
     kept = Path(os.environ["XDG_CACHE_HOME"]) / "support-ask" / "index"
     assert list(kept.iterdir()) == []  # nothing kept, nothing left filling the disk
@@ -526,8 +526,10 @@ def test_a_disk_that_fills_during_a_refresh_keeps_the_index_as_it_was(
     index, said = open_it([root])
     assert isinstance(index, SqliteIndex) and said == []
     where, before = Path(index.path), index.status()
-    (pages,) = index._db.execute("PRAGMA page_count").fetchone()
     index.close()
+    db = sqlite3.connect(where)
+    (pages,) = db.execute("PRAGMA page_count").fetchone()
+    db.close()
     write_centre(root / "more", 30, seed=2)  # as much again to read
     age(root / "refunds.md", REFUND_PAGE)
     capped_at(monkeypatch, pages + 2)
@@ -539,6 +541,28 @@ def test_a_disk_that_fills_during_a_refresh_keeps_the_index_as_it_was(
     with SqliteIndex.open(where, [root], warn=pytest.fail) as kept:  # as it was, whole
         assert kept.status().articles == before.articles
         assert kept.status().passages == before.passages
+
+
+def test_an_index_held_by_another_process_too_long_means_an_in_memory_one_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = big(tmp_path)
+    age(root / "refunds.md", REFUND_PAGE)
+    refresh = SqliteIndex.refresh
+
+    def held(index: SqliteIndex, *args: object, **kw: object) -> store.Refresh:
+        if index.path != ":memory:":  # the file's, as when its BEGIN IMMEDIATE timed out
+            raise store.IndexBusy("database is locked")
+        return refresh(index, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteIndex, "refresh", held)
+    index, said = open_it([root])
+    assert isinstance(index, SqliteIndex) and index.path == ":memory:"
+    assert index.not_kept is not None and "for over a minute" in index.not_kept
+    assert len(said) == 1 and index.not_kept in said[0] and "in memory" in said[0]
+    assert NEEDLE in wiring.request_for(config(), QUESTION, index, budget=6000).system
+    kept = Path(os.environ["XDG_CACHE_HOME"]) / "support-ask" / "index"
+    assert [p.suffix for p in kept.iterdir()] == [".sqlite"]  # another's to keep: not removed
 
 
 class CtrlCAfter:
